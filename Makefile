@@ -1,0 +1,43 @@
+# monolith-go — developer targets. `make test` is exactly what CI runs (see .ci/run).
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+PKGS        ?= ./...
+FUZZTIME    ?= 10s
+
+.PHONY: all build test lint proto bench fuzz inspect
+
+all: build test
+
+build:
+	$(GO) build $(PKGS)
+
+## test: lint, unit, golden and integration tests, -race, and a short fuzz pass of every parser.
+test: lint
+	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -race ./io/... ./schemas/...
+	./scripts/fuzz.sh $(FUZZTIME)
+
+## lint: gofmt, go vet and staticcheck must all be clean.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+## proto: regenerate the committed Go code from schemas/proto (needs protoc; protoc-gen-go is pinned in go.mod).
+proto:
+	protoc -I schemas/proto \
+		--plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
+		--go_out=. --go_opt=module=github.com/monolith-go/monolith \
+		$$(find schemas/proto -name '*.proto' | sort)
+
+## bench: micro-benchmarks with memory statistics (see benchmarks/RESULTS.md).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./benchmarks/...
+
+## fuzz: longer fuzzing of every parser (FUZZTIME=5m make fuzz).
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+## inspect: the README's first command.
+inspect:
+	$(GO) run ./cmd/monolith inspect ../shared/testdata/monolith/example_batch.pbtxt

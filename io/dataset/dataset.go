@@ -1,0 +1,620 @@
+package dataset
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/monolith-go/monolith/io/compress"
+	"github.com/monolith-go/monolith/io/pbtext"
+	"github.com/monolith-go/monolith/io/recordio"
+	"github.com/monolith-go/monolith/io/tfrecord"
+	"github.com/monolith-go/monolith/io/treedump"
+	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/parserpb"
+)
+
+// Format is the on-disk form of an input file.
+type Format int
+
+// Formats. Auto decides per file (see the package documentation).
+const (
+	Auto Format = iota
+	PBStream
+	TFRecord
+	Text     // protobuf text format, one message per file
+	JSON     // protobuf JSON, one message per file
+	TreeDump // the flattened tree dump of one Instance
+	Parquet  // batch file (io/parquet)
+	Avro     // batch file (io/avro)
+	JSONL    // batch file (io/jsonl)
+)
+
+var formatNames = [...]string{Auto: "auto", PBStream: "pbstream", TFRecord: "tfrecord", Text: "pbtxt",
+	JSON: "json", TreeDump: "dump", Parquet: "parquet", Avro: "avro", JSONL: "jsonl"}
+
+func (f Format) String() string {
+	if f >= 0 && int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// ParseFormat parses a format name as printed by Format.String ("pb" and "text" are
+// accepted too).
+func ParseFormat(s string) (Format, error) {
+	switch strings.ToLower(s) {
+	case "pb", "pb_stream":
+		return PBStream, nil
+	case "text", "textproto":
+		return Text, nil
+	}
+	for f, n := range formatNames {
+		if n == strings.ToLower(s) {
+			return Format(f), nil
+		}
+	}
+	return 0, fmt.Errorf("io/dataset: unknown format %q (want one of %s)", s, strings.Join(formatNames[:], ", "))
+}
+
+// FormatOf returns the format implied by a file name (Auto when the name does not say;
+// then the framing is sniffed from the content).
+func FormatOf(name string) Format {
+	base := strings.ToLower(name)
+	if compress.Detect(base) != compress.None {
+		base = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	switch filepath.Ext(base) {
+	case ".pbtxt", ".pbtext", ".textproto", ".txtpb", ".prototxt", ".txt":
+		return Text
+	case ".json":
+		return JSON
+	case ".dump":
+		return TreeDump
+	case ".parquet":
+		return Parquet
+	case ".avro":
+		return Avro
+	case ".jsonl", ".ndjson":
+		return JSONL
+	case ".tfrecord", ".tfrecords":
+		return TFRecord
+	}
+	return Auto
+}
+
+// DSKPolicy says where a record's data_source_key comes from.
+type DSKPolicy int
+
+// Policies (see the package documentation).
+const (
+	DSKAuto    DSKPolicy = iota // the LagrangeX header's key when the stream has headers, else the message's
+	DSKHeader                   // always the header's key, 0 without LagrangeX (Monolith's FilePBDataset)
+	DSKMessage                  // always the message's own key
+)
+
+// Options configures a Reader. The zero value reads every format with automatic detection.
+type Options struct {
+	// Type is the message type of framed and text files; 0 sniffs it.
+	Type batch.Source
+	// Format of every input; Auto decides per file.
+	Format Format
+	// Record configures framed files: codec, PB-stream header options, AllowTruncatedTail,
+	// buffer and record size limits. Its Framing is set per file. Codec None is taken as
+	// Auto: a file is decompressed when its name ends in a compression suffix.
+	Record recordio.Options
+	// BatchRows is the number of Example or Instance rows per batch (default 1024).
+	BatchRows int
+	// DataSourceKey selects the data_source_key policy.
+	DataSourceKey DSKPolicy
+	// Mem allocates the batches (default memory.DefaultAllocator).
+	Mem memory.Allocator
+	// Batch options passed to the batch builders.
+	Batch []batch.Option
+}
+
+// DefaultBatchRows is the default number of Example or Instance rows per batch.
+const DefaultBatchRows = 1024
+
+// Stats counts what a Reader has produced so far. Safe to read concurrently.
+type Stats struct {
+	Files   int64 // files opened
+	Records int64 // records decoded (messages, or stored batches of batch files)
+	Rows    int64 // rows in the batches returned
+	Bytes   int64 // payload bytes decoded (decompressed)
+}
+
+// Error reports a record that could not be decoded into a batch.
+type Error struct {
+	File   string
+	Record int64 // 0-based record index in the file, -1 when not applicable
+	Offset int64 // byte offset of the record in the decompressed stream, -1 when unknown
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("io/dataset: ")
+	b.WriteString(e.File)
+	if e.Record >= 0 {
+		fmt.Fprintf(&b, ": record %d", e.Record)
+	}
+	if e.Offset >= 0 {
+		fmt.Fprintf(&b, " at offset %d", e.Offset)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrAmbiguousType reports a file whose message type could not be sniffed.
+var ErrAmbiguousType = errors.New("io/dataset: cannot tell the message type; set it explicitly (examplebatch, example or instance)")
+
+// source yields the batches of one file.
+type source interface {
+	next(ctx context.Context) (arrow.RecordBatch, error)
+	close() error
+}
+
+// Reader yields the batches of a list of files, file after file.
+type Reader struct {
+	files []string
+	o     Options
+	cur   source
+	idx   int
+	stats struct{ files, records, rows, bytes atomic.Int64 }
+}
+
+// Open returns a Reader of the given files (already expanded; see io/filepattern). "-"
+// reads standard input as a framed stream. Files are opened lazily, one at a time.
+func Open(files []string, o Options) (*Reader, error) {
+	if o.BatchRows <= 0 {
+		o.BatchRows = DefaultBatchRows
+	}
+	if o.Mem == nil {
+		o.Mem = memory.DefaultAllocator
+	}
+	if o.Record.Codec == compress.None {
+		o.Record.Codec = compress.Auto
+	}
+	if len(files) == 0 {
+		return nil, errors.New("io/dataset: no input files")
+	}
+	return &Reader{files: files, o: o}, nil
+}
+
+// Stats returns the counters so far.
+func (r *Reader) Stats() Stats {
+	return Stats{Files: r.stats.files.Load(), Records: r.stats.records.Load(), Rows: r.stats.rows.Load(), Bytes: r.stats.bytes.Load()}
+}
+
+// Next returns the next batch, which the caller must Release, or io.EOF after the last
+// file. After an error the Reader is done.
+func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if r.cur == nil {
+			if r.idx >= len(r.files) {
+				return nil, io.EOF
+			}
+			src, err := r.openSource(r.files[r.idx])
+			r.idx++
+			if err != nil {
+				r.idx = len(r.files)
+				return nil, err
+			}
+			r.stats.files.Add(1)
+			r.cur = src
+		}
+		rec, err := r.cur.next(ctx)
+		if err == io.EOF {
+			cerr := r.cur.close()
+			r.cur = nil
+			if cerr != nil {
+				return nil, cerr
+			}
+			continue
+		}
+		if err != nil {
+			_ = r.cur.close()
+			r.cur, r.idx = nil, len(r.files)
+			return nil, err
+		}
+		r.stats.rows.Add(rec.NumRows())
+		return rec, nil
+	}
+}
+
+// Close releases the current file.
+func (r *Reader) Close() error {
+	r.idx = len(r.files)
+	if r.cur != nil {
+		err := r.cur.close()
+		r.cur = nil
+		return err
+	}
+	return nil
+}
+
+func (r *Reader) openSource(name string) (source, error) {
+	f := r.o.Format
+	if f == Auto && name != recordio.Stdin {
+		f = FormatOf(name)
+	}
+	switch f {
+	case Text, JSON, TreeDump:
+		return r.openText(name, f)
+	case Parquet, Avro, JSONL:
+		return openBatchFile(name, f, r)
+	}
+	return r.openFramed(name, f)
+}
+
+// openFramed opens a PB-stream or TFRecord file, sniffing the framing when f is Auto.
+func (r *Reader) openFramed(name string, f Format) (source, error) {
+	ro := r.o.Record
+	codec := ro.Codec
+	var in io.Reader
+	var file *os.File
+	if name == recordio.Stdin {
+		if codec != compress.Auto && codec != compress.None {
+			return nil, fmt.Errorf("io/dataset: standard input is never decompressed (codec %v requested)", codec)
+		}
+		in, codec = os.Stdin, compress.None
+	} else {
+		var err error
+		if file, err = os.Open(name); err != nil {
+			return nil, fmt.Errorf("io/dataset: %w", err)
+		}
+		in = file
+		if codec == compress.Auto {
+			codec = compress.Detect(name)
+		}
+	}
+	fail := func(err error) (source, error) {
+		if file != nil {
+			file.Close()
+		}
+		return nil, err
+	}
+	dec, err := compress.NewReader(in, codec)
+	if err != nil {
+		return fail(&Error{File: name, Record: -1, Offset: -1, Err: err})
+	}
+	br := bufio.NewReaderSize(dec, 1<<16)
+	if f == Auto {
+		f = PBStream
+		if head, _ := br.Peek(12); len(head) == 12 && tfrecord.MaskedCRC(head[:8]) == binary.LittleEndian.Uint32(head[8:]) {
+			f = TFRecord
+		}
+	}
+	ro.Framing, ro.Codec = recordio.PBStream, compress.None
+	if f == TFRecord {
+		ro.Framing = recordio.TFRecord
+	}
+	rr, err := recordio.NewReader(br, name, ro)
+	if err != nil {
+		dec.Close()
+		return fail(err)
+	}
+	return &framedSource{r: r, name: name, rr: rr, file: file, dec: dec, typ: r.o.Type,
+		lagrangeX: f == PBStream && ro.PB.LagrangeX}, nil
+}
+
+// framedSource decodes the records of one framed file.
+type framedSource struct {
+	r         *Reader
+	name      string
+	rr        *recordio.Reader
+	file      *os.File
+	dec       io.ReadCloser
+	typ       batch.Source
+	lagrangeX bool
+	exs       []*examplepb.Example
+	ins       []*parserpb.Instance
+	first     int64 // index of the first buffered row's record
+	done      bool
+}
+
+func (s *framedSource) close() error {
+	err := s.rr.Close()
+	if cerr := s.dec.Close(); err == nil {
+		err = cerr
+	}
+	if s.file != nil {
+		if cerr := s.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func (s *framedSource) fail(rec recordio.Record, err error) error {
+	return &Error{File: s.name, Record: rec.Index, Offset: rec.Offset, Err: err}
+}
+
+// overwriteDSK reports whether the header key replaces the message's key.
+func (s *framedSource) overwriteDSK() bool {
+	switch s.r.o.DataSourceKey {
+	case DSKHeader:
+		return true
+	case DSKMessage:
+		return false
+	}
+	return s.lagrangeX
+}
+
+func (s *framedSource) next(ctx context.Context) (arrow.RecordBatch, error) {
+	o := &s.r.o
+	for !s.done {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec, err := s.rr.Next()
+		if err == io.EOF {
+			s.done = true
+			break
+		}
+		if err != nil {
+			return nil, err // a *recordio.CorruptError naming file, offset and record
+		}
+		s.r.stats.records.Add(1)
+		s.r.stats.bytes.Add(int64(len(rec.Payload)))
+		if s.typ == 0 {
+			if len(rec.Payload) == 0 {
+				return nil, s.fail(rec, fmt.Errorf("%w: the first record is empty", ErrAmbiguousType))
+			}
+			if s.typ, err = sniff(rec.Payload); err != nil {
+				return nil, s.fail(rec, err)
+			}
+		}
+		switch s.typ {
+		case batch.SourceExampleBatch:
+			bo := o.Batch
+			if s.overwriteDSK() {
+				bo = append(bo[:len(bo):len(bo)], batch.WithDataSourceKey(rec.DataSourceKey))
+			}
+			out, err := batch.DecodeExampleBatch(o.Mem, rec.Payload, bo...)
+			if err != nil {
+				return nil, s.fail(rec, err)
+			}
+			return out, nil
+		case batch.SourceExample:
+			ex := &examplepb.Example{}
+			if err := proto.Unmarshal(rec.Payload, ex); err != nil {
+				return nil, s.fail(rec, fmt.Errorf("parse Example: %w", err))
+			}
+			if s.overwriteDSK() {
+				ex.DataSourceKey = rec.DataSourceKey
+			}
+			if len(s.exs) == 0 {
+				s.first = rec.Index
+			}
+			s.exs = append(s.exs, ex)
+		case batch.SourceInstance:
+			in := &parserpb.Instance{}
+			if err := proto.Unmarshal(rec.Payload, in); err != nil {
+				return nil, s.fail(rec, fmt.Errorf("parse Instance: %w", err))
+			}
+			if s.overwriteDSK() {
+				in.DataSourceKey = proto.Uint32(rec.DataSourceKey)
+			}
+			if len(s.ins) == 0 {
+				s.first = rec.Index
+			}
+			s.ins = append(s.ins, in)
+		default:
+			return nil, fmt.Errorf("io/dataset: invalid message type %v", s.typ)
+		}
+		if len(s.exs)+len(s.ins) >= o.BatchRows {
+			return s.flush()
+		}
+	}
+	if len(s.exs)+len(s.ins) > 0 {
+		return s.flush()
+	}
+	return nil, io.EOF
+}
+
+// flush turns the buffered rows into a batch.
+func (s *framedSource) flush() (arrow.RecordBatch, error) {
+	o := &s.r.o
+	var rec arrow.RecordBatch
+	var err error
+	if len(s.exs) > 0 {
+		rec, err = batch.FromExamples(o.Mem, s.exs, o.Batch...)
+	} else {
+		rec, err = batch.FromInstances(o.Mem, s.ins, o.Batch...)
+	}
+	s.exs, s.ins = s.exs[:0], s.ins[:0]
+	if err != nil {
+		return nil, &Error{File: s.name, Record: s.first, Offset: -1, Err: fmt.Errorf("records %d and on: %w", s.first, err)}
+	}
+	return rec, nil
+}
+
+// sniff picks the message type that decodes a payload without unknown fields.
+func sniff(payload []byte) (batch.Source, error) {
+	var found []batch.Source
+	for _, c := range []struct {
+		src batch.Source
+		msg proto.Message
+	}{
+		{batch.SourceExampleBatch, &examplepb.ExampleBatch{}},
+		{batch.SourceExample, &examplepb.Example{}},
+		{batch.SourceInstance, &parserpb.Instance{}},
+	} {
+		if proto.Unmarshal(payload, c.msg) == nil && !hasUnknown(c.msg.ProtoReflect()) {
+			found = append(found, c.src)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("%w (candidates: %v)", ErrAmbiguousType, found)
+	}
+	return found[0], nil
+}
+
+// hasUnknown reports whether m or any message inside it carries unknown fields. LineId
+// messages are exempt: production LineIds carry many fields our schema lacks (I3).
+func hasUnknown(m protoreflect.Message) bool {
+	if m.Descriptor().FullName() == "idl.matrix.proto.LineId" {
+		return false
+	}
+	if len(m.GetUnknown()) > 0 {
+		return true
+	}
+	unknown := false
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					unknown = hasUnknown(mv.Message())
+					return !unknown
+				})
+			}
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len() && !unknown; i++ {
+				unknown = hasUnknown(l.Get(i).Message())
+			}
+		case fd.Message() != nil:
+			unknown = hasUnknown(v.Message())
+		}
+		return !unknown
+	})
+	return unknown
+}
+
+// openText reads a one-message text file.
+func (r *Reader) openText(name string, f Format) (source, error) {
+	b, err := readAll(name)
+	if err != nil {
+		return nil, err
+	}
+	r.stats.bytes.Add(int64(len(b)))
+	fail := func(err error) (source, error) { return nil, &Error{File: name, Record: 0, Offset: -1, Err: err} }
+	typ := r.o.Type
+	var msg proto.Message
+	if f == TreeDump {
+		if typ != 0 && typ != batch.SourceInstance {
+			return fail(fmt.Errorf("a tree dump holds an Instance, not %v", typ))
+		}
+		in := &parserpb.Instance{}
+		if err := treedump.Unmarshal(name, b, in); err != nil {
+			return fail(err)
+		}
+		typ, msg = batch.SourceInstance, in
+	} else {
+		pf := pbtext.Text
+		if f == JSON {
+			pf = pbtext.JSON
+		}
+		cands := []batch.Source{batch.SourceExampleBatch, batch.SourceInstance, batch.SourceExample}
+		if typ != 0 {
+			cands = []batch.Source{typ}
+		}
+		var firstErr error
+		for _, c := range cands {
+			m := newMessage(c)
+			if err := pbtext.Unmarshal(name, b, pf, m); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			typ, msg = c, m
+			break
+		}
+		if msg == nil {
+			if len(cands) > 1 {
+				return fail(fmt.Errorf("%w: not a valid ExampleBatch, Instance or Example: %v", ErrAmbiguousType, firstErr))
+			}
+			return fail(firstErr)
+		}
+	}
+	r.stats.records.Add(1)
+	var rec arrow.RecordBatch
+	switch m := msg.(type) {
+	case *examplepb.ExampleBatch:
+		rec, err = batch.FromExampleBatch(r.o.Mem, m, r.o.Batch...)
+	case *examplepb.Example:
+		rec, err = batch.FromExamples(r.o.Mem, []*examplepb.Example{m}, r.o.Batch...)
+	case *parserpb.Instance:
+		rec, err = batch.FromInstances(r.o.Mem, []*parserpb.Instance{m}, r.o.Batch...)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return &onceSource{rec: rec}, nil
+}
+
+func newMessage(s batch.Source) proto.Message {
+	switch s {
+	case batch.SourceExampleBatch:
+		return &examplepb.ExampleBatch{}
+	case batch.SourceExample:
+		return &examplepb.Example{}
+	}
+	return &parserpb.Instance{}
+}
+
+func readAll(name string) ([]byte, error) {
+	var in io.Reader = os.Stdin
+	if name != recordio.Stdin {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("io/dataset: %w", err)
+		}
+		defer f.Close()
+		dec, err := compress.NewReader(f, compress.Detect(name))
+		if err != nil {
+			return nil, &Error{File: name, Record: -1, Offset: -1, Err: err}
+		}
+		defer dec.Close()
+		in = dec
+	}
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return nil, &Error{File: name, Record: -1, Offset: -1, Err: err}
+	}
+	return b, nil
+}
+
+// onceSource yields one prepared batch.
+type onceSource struct{ rec arrow.RecordBatch }
+
+func (s *onceSource) next(context.Context) (arrow.RecordBatch, error) {
+	if s.rec == nil {
+		return nil, io.EOF
+	}
+	rec := s.rec
+	s.rec = nil
+	return rec, nil
+}
+
+func (s *onceSource) close() error {
+	if s.rec != nil {
+		s.rec.Release()
+		s.rec = nil
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/monolith-go/monolith/internal/fixtures"
+	"github.com/monolith-go/monolith/io/compress"
+	"github.com/monolith-go/monolith/io/pbstream"
+	"github.com/monolith-go/monolith/io/pbtext"
+	"github.com/monolith-go/monolith/io/recordio"
+	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/parserpb"
+)
+
+// readAllBatches reads every batch, failing the test on error.
+func readAllBatches(t *testing.T, files []string, o Options) ([]arrow.RecordBatch, *Reader) {
+	t.Helper()
+	r, err := Open(files, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []arrow.RecordBatch
+	for {
+		rec, err := r.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return out, r
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+}
+
+func release(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+func fixtureEB(t *testing.T) *examplepb.ExampleBatch {
+	t.Helper()
+	eb, err := pbtext.ReadExampleBatchFile(fixtures.Path(t, "example_batch.pbtxt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eb
+}
+
+// writeRecords writes messages as one framed file.
+func writeRecords(t *testing.T, path string, o recordio.Options, keys []uint32, msgs ...proto.Message) {
+	t.Helper()
+	w, err := recordio.Create(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range msgs {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := recordio.Record{Payload: b}
+		if keys != nil {
+			rec.DataSourceKey = keys[i]
+		}
+		if err := w.WriteRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTextFixtures(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	tests := []struct {
+		file string
+		src  batch.Source
+		rows int64
+	}{
+		{"example_batch.pbtxt", batch.SourceExampleBatch, 51},
+		{"inst.pbtext", batch.SourceInstance, 1},
+		{"inst.json", batch.SourceInstance, 1},
+		{"inst.dump", batch.SourceInstance, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			recs, r := readAllBatches(t, []string{fixtures.Path(t, tc.file)}, Options{Mem: mem})
+			defer release(recs)
+			if len(recs) != 1 || recs[0].NumRows() != tc.rows {
+				t.Fatalf("%d batches, want 1 of %d rows", len(recs), tc.rows)
+			}
+			if src, _ := batch.SourceOf(recs[0].Schema()); src != tc.src {
+				t.Errorf("source %v, want %v", src, tc.src)
+			}
+			if st := r.Stats(); st.Records != 1 || st.Rows != tc.rows || st.Files != 1 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// TestFramedExamples: Examples split from the fixture, written as a gzip PB stream with
+// sort ids, come back in batches of BatchRows, with the type sniffed.
+func TestFramedExamples(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	ebRec, err := batch.FromExampleBatch(mem, fixtureEB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ebRec.Release()
+	exs, err := batch.ToExamples(ebRec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "part-0.pb.gz")
+	msgs := make([]proto.Message, len(exs))
+	for i, ex := range exs {
+		msgs[i] = ex
+	}
+	writeRecords(t, path, recordio.Options{Codec: compress.Auto, PB: pbstream.Options{HasSortID: true}}, nil, msgs...)
+	o := Options{Mem: mem, BatchRows: 10}
+	o.Record.PB.HasSortID = true
+	recs, r := readAllBatches(t, []string{path}, o)
+	defer release(recs)
+	if len(recs) != 6 || recs[5].NumRows() != 1 {
+		t.Fatalf("%d batches (last %d rows), want 6 with a last batch of 1", len(recs), recs[len(recs)-1].NumRows())
+	}
+	i := 0
+	for _, rec := range recs {
+		back, err := batch.ToExamples(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range back {
+			if !proto.Equal(ex, exs[i]) {
+				t.Fatalf("example %d differs", i)
+			}
+			i++
+		}
+	}
+	if st := r.Stats(); st.Records != 51 || st.Rows != 51 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestFramingSniff: TFRecord is recognised from its length checksum whatever the name.
+func TestFramingSniff(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	in := &parserpb.Instance{Fid: []uint64{1 << 54}, Label: []float32{1}}
+	tf := filepath.Join(dir, "data.bin")
+	writeRecords(t, tf, recordio.Options{Framing: recordio.TFRecord}, nil, in, in)
+	pb := filepath.Join(dir, "data2.bin")
+	writeRecords(t, pb, recordio.Options{PB: pbstream.Options{HasSortID: true}}, nil, in, in, in)
+	o := Options{Mem: mem, Type: batch.SourceInstance}
+	o.Record.PB.HasSortID = true
+	recs, _ := readAllBatches(t, []string{tf, pb}, o)
+	defer release(recs)
+	if len(recs) != 2 || recs[0].NumRows() != 2 || recs[1].NumRows() != 3 {
+		t.Fatalf("batches: %d", len(recs))
+	}
+}
+
+func TestDataSourceKeyPolicies(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	key := pbstream.DataSourceKey("datasource_inst")
+	in := &parserpb.Instance{Fid: []uint64{7}, DataSourceKey: proto.Uint32(5)}
+	lx := filepath.Join(dir, "lx.pb")
+	writeRecords(t, lx, recordio.Options{PB: pbstream.Options{LagrangeX: true}}, []uint32{key}, in)
+	plain := filepath.Join(dir, "plain.pb")
+	writeRecords(t, plain, recordio.Options{PB: pbstream.Options{HasSortID: true}}, nil, in)
+	tests := []struct {
+		file   string
+		lx     bool
+		policy DSKPolicy
+		want   uint32
+	}{
+		{lx, true, DSKAuto, key},
+		{lx, true, DSKHeader, key},
+		{lx, true, DSKMessage, 5},
+		{plain, false, DSKAuto, 5},
+		{plain, false, DSKHeader, 0}, // Monolith: no LagrangeX header means key 0
+		{plain, false, DSKMessage, 5},
+	}
+	for _, tc := range tests {
+		o := Options{Mem: mem, Type: batch.SourceInstance, DataSourceKey: tc.policy}
+		o.Record.PB.LagrangeX, o.Record.PB.HasSortID = tc.lx, !tc.lx
+		recs, _ := readAllBatches(t, []string{tc.file}, o)
+		ins, err := batch.ToInstances(recs[0])
+		release(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ins[0].GetDataSourceKey(); got != tc.want {
+			t.Errorf("%s policy %d: key %#x, want %#x", filepath.Base(tc.file), tc.policy, got, tc.want)
+		}
+	}
+}
+
+// TestErrors: every failure names the file and, for records, their index and offset;
+// batches before the failure are delivered.
+func TestErrors(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	good := &examplepb.ExampleBatch{BatchSize: 1, NamedFeatureList: []*examplepb.NamedFeatureList{{Name: "a", Feature: []*examplepb.Feature{{}}}}}
+	bad := &examplepb.ExampleBatch{BatchSize: 2, NamedFeatureList: []*examplepb.NamedFeatureList{{Name: "short", Feature: []*examplepb.Feature{{}}}}}
+	d6 := filepath.Join(dir, "d6.tfrecord")
+	writeRecords(t, d6, recordio.Options{Framing: recordio.TFRecord}, nil, good, bad)
+
+	garbage := filepath.Join(dir, "garbage.tfrecord")
+	w, _ := recordio.Create(garbage, recordio.Options{Framing: recordio.TFRecord})
+	_ = w.Write([]byte{0xff, 0xff, 0xff})
+	_ = w.Close()
+
+	trunc := filepath.Join(dir, "trunc.tfrecord")
+	writeRecords(t, trunc, recordio.Options{Framing: recordio.TFRecord}, nil, good, good)
+	b, _ := os.ReadFile(trunc)
+	_ = os.WriteFile(trunc, b[:len(b)-3], 0o644)
+
+	ambiguous := filepath.Join(dir, "empty.pb")
+	writeRecords(t, ambiguous, recordio.Options{}, nil, &parserpb.Instance{})
+
+	tests := []struct {
+		name      string
+		file      string
+		typ       batch.Source
+		delivered int
+		want      []string
+	}{
+		{"D6", d6, batch.SourceExampleBatch, 1, []string{"d6.tfrecord", "record 1", "offset", `"short"`, "batch_size is 2"}},
+		{"not a protobuf", garbage, batch.SourceExampleBatch, 0, []string{"garbage.tfrecord", "record 0", "parse ExampleBatch"}},
+		{"truncated", trunc, batch.SourceExampleBatch, 1, []string{"trunc.tfrecord", "record 1", "truncated"}},
+		{"ambiguous", ambiguous, 0, 0, []string{"empty.pb", "record 0", "cannot tell the message type"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Open([]string{tc.file}, Options{Mem: mem, Type: tc.typ})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			n := 0
+			for {
+				rec, err := r.Next(context.Background())
+				if err == nil {
+					n++
+					rec.Release()
+					continue
+				}
+				if errors.Is(err, io.EOF) {
+					t.Fatal("no error")
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				break
+			}
+			if n != tc.delivered {
+				t.Errorf("%d batches before the error, want %d", n, tc.delivered)
+			}
+		})
+	}
+	// With AllowTruncatedTail the partial last record ends the file cleanly.
+	o := Options{Mem: mem, Type: batch.SourceExampleBatch}
+	o.Record.AllowTruncatedTail = true
+	recs, _ := readAllBatches(t, []string{trunc}, o)
+	release(recs)
+	if len(recs) != 1 {
+		t.Errorf("AllowTruncatedTail: %d batches, want 1", len(recs))
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := Open([]string{fixtures.Path(t, "inst.json")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Next after cancel = %v", err)
+	}
+}
+
+func TestFormatOf(t *testing.T) {
+	for name, want := range map[string]Format{
+		"a.pbtxt": Text, "a.JSON": JSON, "inst.dump": TreeDump, "x.parquet": Parquet, "x.avro": Avro,
+		"x.jsonl": JSONL, "x.tfrecord.gz": TFRecord, "part-0000": Auto, "x.pb.zst": Auto, "x.pbtxt.gz": Text,
+	} {
+		if got := FormatOf(name); got != want {
+			t.Errorf("FormatOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

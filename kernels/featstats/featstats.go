@@ -1,0 +1,98 @@
+// Package featstats accumulates per-feature statistics of sparse (fid) columns: fid
+// counts, rows with fids, the slots seen and a fids-per-row histogram.
+// It is a kernel: pure Go over the zero-copy slices of schemas/batch, no Beam, no
+// allocation per fid. Used by `monolith inspect` and the validation pipeline.
+package featstats
+
+import (
+	"math/bits"
+
+	"github.com/monolith-go/monolith/schemas/batch"
+)
+
+// HistBuckets is the number of fids-per-row histogram buckets: bucket 0 counts rows
+// with no fid, bucket b ≥ 1 rows with [2^(b-1), 2^b) fids; the last bucket is open.
+const HistBuckets = 18
+
+// Feature holds the statistics of one feature. The zero value is an empty accumulator.
+// Not safe for concurrent use; merge per-goroutine accumulators with Merge.
+type Feature struct {
+	Rows         int64 // logical rows seen
+	Fids         int64 // stored fids (a shared cell counts once per batch)
+	RowsWithFids int64 // logical rows holding at least one fid
+	Shared       bool  // the feature was shared in at least one batch
+	Hist         [HistBuckets]int64
+	slots        [32768 / 64]uint64 // bitset of v2 slots
+}
+
+// Bucket returns the histogram bucket of a row with n fids.
+func Bucket(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	b := bits.Len(uint(n))
+	if b >= HistBuckets {
+		return HistBuckets - 1
+	}
+	return b
+}
+
+// Add accumulates one sparse column view.
+func (f *Feature) Add(s batch.Sparse) {
+	f.Rows += int64(s.Rows)
+	f.Fids += int64(len(s.Values))
+	for _, v := range s.Values {
+		slot := (v >> 48) & 0x7FFF
+		f.slots[slot>>6] |= 1 << (slot & 63)
+	}
+	if s.Shared {
+		f.Shared = true
+		n := int(s.Offsets[1] - s.Offsets[0])
+		if n > 0 {
+			f.RowsWithFids += int64(s.Rows)
+		}
+		f.Hist[Bucket(n)] += int64(s.Rows)
+		return
+	}
+	for i := 0; i < s.Rows; i++ {
+		n := int(s.Offsets[i+1] - s.Offsets[i])
+		if n > 0 {
+			f.RowsWithFids++
+		}
+		f.Hist[Bucket(n)]++
+	}
+}
+
+// AddRows counts rows of a batch in which the feature holds no fids (a non-fid column, or
+// a feature missing from the batch).
+func (f *Feature) AddRows(n int) {
+	f.Rows += int64(n)
+	f.Hist[0] += int64(n)
+}
+
+// Merge adds the statistics of o.
+func (f *Feature) Merge(o *Feature) {
+	f.Rows += o.Rows
+	f.Fids += o.Fids
+	f.RowsWithFids += o.RowsWithFids
+	f.Shared = f.Shared || o.Shared
+	for i := range f.Hist {
+		f.Hist[i] += o.Hist[i]
+	}
+	for i := range f.slots {
+		f.slots[i] |= o.slots[i]
+	}
+}
+
+// Slots returns the slots seen, in increasing order.
+func (f *Feature) Slots() []int {
+	var out []int
+	for w, word := range f.slots {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			out = append(out, w*64+b)
+			word &= word - 1
+		}
+	}
+	return out
+}

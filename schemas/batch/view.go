@@ -1,0 +1,142 @@
+package batch
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Sparse is a zero-copy view of a sparse (fid) feature column: the fids of row i are
+// Values[Offsets[i]:Offsets[i+1]], as v2 fids. A shared column has a single cell that
+// applies to every row: Offsets then has two entries. Null cells read as empty rows.
+// The slices alias the record's buffers: do not modify them, and do not use them after
+// the record is released.
+type Sparse struct {
+	Name    string
+	Rows    int      // logical rows of the batch
+	Shared  bool     // one cell for all rows (an ExampleBatch SHARED list)
+	Offsets []int32  // len Cells()+1; Offsets[0] need not be 0
+	Values  []uint64 // v2 fids
+}
+
+// Cells is the number of stored cells: 1 when shared, else Rows.
+func (s Sparse) Cells() int { return len(s.Offsets) - 1 }
+
+// Row returns the fids of logical row r.
+func (s Sparse) Row(r int) []uint64 {
+	if s.Shared {
+		r = 0
+	}
+	return s.Values[s.Offsets[r]:s.Offsets[r+1]]
+}
+
+// Dense is a zero-copy view of a list<float32> column (dense features, labels); the values
+// of row i are Values[Offsets[i]:Offsets[i+1]]. Sharing and lifetime as for Sparse.
+type Dense struct {
+	Name    string
+	Rows    int
+	Shared  bool
+	Offsets []int32
+	Values  []float32
+}
+
+// Row returns the values of logical row r.
+func (d Dense) Row(r int) []float32 {
+	if d.Shared {
+		r = 0
+	}
+	return d.Values[d.Offsets[r]:d.Offsets[r+1]]
+}
+
+// listView returns the offsets and child array of a (possibly run-end encoded) list column.
+func listView(col arrow.Array) (offs []int32, child arrow.Array, shared bool, ok bool) {
+	lv := logicalOf(col)
+	switch v := lv.values.(type) {
+	case *array.List:
+		if lv.shared() {
+			p := lv.index(0)
+			return v.Offsets()[v.Offset()+p : v.Offset()+p+2], v.ListValues(), true, true
+		}
+		return v.Offsets()[v.Offset() : v.Offset()+v.Len()+1], v.ListValues(), false, true
+	case *array.Null:
+		n := v.Len()
+		if lv.shared() {
+			n = 1
+		}
+		return make([]int32, n+1), nil, lv.shared(), true
+	}
+	return nil, nil, false, false
+}
+
+// SparseColumn returns the view of the fid feature column called name. Columns whose cells
+// are all unset or absent (type null) read as empty rows.
+func SparseColumn(rec arrow.RecordBatch, name string) (Sparse, error) {
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return Sparse{}, fmt.Errorf("schemas/batch: feature %q: %d columns have that name", name, len(idx))
+	}
+	return SparseAt(rec, idx[0])
+}
+
+// SparseAt returns the view of column i, which must be a fid feature column.
+func SparseAt(rec arrow.RecordBatch, i int) (Sparse, error) {
+	f := rec.Schema().Field(i)
+	s := Sparse{Name: f.Name, Rows: int(rec.NumRows())}
+	if RoleOf(f) != RoleFeature {
+		return s, fmt.Errorf("schemas/batch: column %q is not a feature (role %q)", f.Name, RoleOf(f))
+	}
+	k, mixed, err := FeatureKind(f)
+	if err != nil {
+		return s, err
+	}
+	if !mixed && !k.IsFid() && k != KindUnset {
+		return s, fmt.Errorf("schemas/batch: feature %q holds %s, not fids", f.Name, k)
+	}
+	offs, child, shared, ok := listView(rec.Column(i))
+	if ok && child != nil {
+		u, isU64 := child.(*array.Uint64)
+		if !isU64 {
+			return s, fmt.Errorf("schemas/batch: feature %q has type %s, not list<uint64>", f.Name, rec.Column(i).DataType())
+		}
+		s.Values = u.Uint64Values()
+	} else if !ok {
+		return s, fmt.Errorf("schemas/batch: feature %q has type %s, not list<uint64>", f.Name, rec.Column(i).DataType())
+	}
+	s.Offsets, s.Shared = offs, shared
+	return s, nil
+}
+
+// DenseColumn returns the view of the list<float32> column called name (a float_list
+// feature, or ColLabel).
+func DenseColumn(rec arrow.RecordBatch, name string) (Dense, error) {
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return Dense{}, fmt.Errorf("schemas/batch: column %q: %d columns have that name", name, len(idx))
+	}
+	d := Dense{Name: name, Rows: int(rec.NumRows())}
+	offs, child, shared, ok := listView(rec.Column(idx[0]))
+	if !ok {
+		return d, fmt.Errorf("schemas/batch: column %q has type %s, not list<float32>", name, rec.Column(idx[0]).DataType())
+	}
+	if child != nil {
+		f, isF32 := child.(*array.Float32)
+		if !isF32 {
+			return d, fmt.Errorf("schemas/batch: column %q has type %s, not list<float32>", name, rec.Column(idx[0]).DataType())
+		}
+		d.Values = f.Float32Values()
+	}
+	d.Offsets, d.Shared = offs, shared
+	return d, nil
+}
+
+// Features returns the names of the feature columns in schema order.
+func Features(s *arrow.Schema) []string {
+	var out []string
+	for _, f := range s.Fields() {
+		if IsFeature(f) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
