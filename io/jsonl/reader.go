@@ -48,31 +48,16 @@ func (r *Reader) Read() (arrow.RecordBatch, error) {
 }
 
 func (r *Reader) read() (arrow.RecordBatch, error) {
-	first := r.record
-	row, err := r.next()
+	first, firstOff := r.record, int64(-1)
+	rows, err := batch.CollectRows(func() (batch.Row, error) {
+		row, err := r.next()
+		if firstOff < 0 {
+			firstOff = r.offset // where the batch's first row starts
+		}
+		return row, err
+	})
 	if err != nil {
-		return nil, err // io.EOF included
-	}
-	firstOff := r.offset
-	if row.BatchSchema == nil {
-		return nil, r.corrupt(fmt.Errorf("%w: row carries no batch schema but no batch is open", ErrFormat))
-	}
-	if row.BatchRows < 0 {
-		return nil, r.corrupt(fmt.Errorf("%w: batch_rows is %d", ErrFormat, row.BatchRows))
-	}
-	rows := []batch.Row{row}
-	for len(rows) < row.BatchRows {
-		next, err := r.next()
-		if err == io.EOF {
-			return nil, r.corrupt(fmt.Errorf("%w: batch of %d rows ends after %d rows: %w", ErrTruncated, row.BatchRows, len(rows), io.ErrUnexpectedEOF))
-		}
-		if err != nil {
-			return nil, err
-		}
-		if next.BatchSchema != nil {
-			return nil, r.corrupt(fmt.Errorf("%w: batch of %d rows ends after %d rows: the next row starts a batch", ErrFormat, row.BatchRows, len(rows)))
-		}
-		rows = append(rows, next)
+		return nil, r.rowsError(err)
 	}
 	rec, err := fromRows(r.mem, rows)
 	if err != nil {
@@ -117,4 +102,16 @@ func fromRows(mem memory.Allocator, rows []batch.Row) (arrow.RecordBatch, error)
 		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 	return rec, nil
+}
+
+// rowsError maps the errors of batch.CollectRows onto this package's: a row error from next
+// is returned as it is, io.EOF stays the clean end.
+func (r *Reader) rowsError(err error) error {
+	switch {
+	case errors.Is(err, batch.ErrRowsEnded):
+		return r.corrupt(fmt.Errorf("%w: %w", ErrTruncated, err))
+	case errors.Is(err, batch.ErrLayout):
+		return r.corrupt(fmt.Errorf("%w: %w", ErrFormat, err))
+	}
+	return err
 }

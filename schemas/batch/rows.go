@@ -2,7 +2,9 @@ package batch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 
@@ -419,4 +421,40 @@ func (rb *recordBuilder) addRowColumn(f arrow.Field, rows []Row, cursor []int) e
 		}
 	}
 	return nil
+}
+
+// ErrRowsEnded reports input that ends inside a batch of rows.
+var ErrRowsEnded = errors.New("schemas/batch: the rows end inside a batch")
+
+// CollectRows reads the rows of one batch from next, which yields rows in file order and
+// io.EOF at the end of the input: the first row must start a batch (carry BatchSchema) and
+// the batch ends after BatchRows rows. It returns io.EOF when the input ends before the
+// batch starts, ErrRowsEnded when it ends inside it, ErrLayout for rows that do not fit, and
+// errors of next as they are. Pass the rows to FromRows.
+func CollectRows(next func() (Row, error)) ([]Row, error) {
+	row, err := next()
+	if err != nil {
+		return nil, err // io.EOF included
+	}
+	if row.BatchSchema == nil {
+		return nil, fmt.Errorf("%w: row carries no batch schema but no batch is open", ErrLayout)
+	}
+	if row.BatchRows < 0 {
+		return nil, fmt.Errorf("%w: batch_rows is %d", ErrLayout, row.BatchRows)
+	}
+	rows := []Row{row}
+	for len(rows) < row.BatchRows {
+		r, err := next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("%w: a batch of %d rows ends after %d rows: %w", ErrRowsEnded, row.BatchRows, len(rows), io.ErrUnexpectedEOF)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r.BatchSchema != nil {
+			return nil, fmt.Errorf("%w: a batch of %d rows ends after %d rows: the next row starts a batch", ErrLayout, row.BatchRows, len(rows))
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
