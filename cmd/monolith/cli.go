@@ -27,8 +27,8 @@ func commands() map[string]command {
 	return map[string]command{
 		"inspect":  {"print records, rows and per-feature fid statistics of training data", runInspect},
 		"convert":  {"convert training data between framings, message types and Parquet/Avro/JSON lines", runConvert},
-		"shard":    notYet("sharding_sparse_fids on a batch (issue 3)"),
-		"layout":   notYet("fused_embedding_to_layout on a batch (issue 3)"),
+		"shard":    {"run sharding_sparse_fids (v1-v5) on training data and print its outputs", runShard},
+		"layout":   {"run fused_embedding_to_layout (v1-v5) and its gradient on synthetic embeddings", runLayout},
 		"validate": notYet("the layout-validation pipeline (issue 4)"),
 		"gen":      notYet("synthetic training data (issue 4)"),
 		"train":    notYet("the batch training pipeline (issue 6)"),

@@ -7,8 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -263,4 +267,148 @@ func TestProgressAlways(t *testing.T) {
 	if !strings.Contains(stderr, "51 rows") {
 		t.Errorf("progress line missing: %q", stderr)
 	}
+}
+
+const fixtureConfigs = "../../testdata/example_batch.feature_configs.pbtxt"
+
+// TestShardCommand checks the JSON of every version on the fixture: field names, the fid
+// lists cover every configured fid occurrence, and v4's flat list is the union of the rest.
+func TestShardCommand(t *testing.T) {
+	src := fixtures.Path(t, "example_batch.pbtxt")
+	var lists5 map[string][]uint64
+	for v := 1; v <= 5; v++ {
+		out, stderr, err := runCLI(t, "shard", "--input", src, "--feature-configs", fixtureConfigs, "--ps-num", "2", "--version", fmt.Sprint(v), "--json")
+		if err != nil {
+			t.Fatalf("v%d: %v\n%s", v, err, stderr)
+		}
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		want := []string{"fid_list", "fid_offset", "feature_offset", "nfl_offset", "batch_size"}
+		switch v {
+		case 2, 3:
+			want = append(want, "fid_list_row_splits")
+		case 4:
+			want = append(want, "fid_list_row_splits", "fid_list_table_row_length", "fid_list_shard_row_lenth", "fid_list_emb_row_lenth")
+		case 5:
+			want = append(want, "fid_list_row_splits", "emb_size", "nfl_size", "feature_size", "fid_size", "fid_list_row_splits_size")
+		}
+		for _, k := range want {
+			if _, ok := doc[k]; !ok {
+				t.Errorf("v%d: no %q in %v", v, k, slices.Collect(maps.Keys(doc)))
+			}
+		}
+		var bs int
+		_ = json.Unmarshal(doc["batch_size"], &bs)
+		var fo [][2]uint32
+		_ = json.Unmarshal(doc["fid_offset"], &fo)
+		if bs != 51 || len(fo) != 602 {
+			t.Errorf("v%d: batch_size %d, %d fid occurrences; want 51 and 602", v, bs, len(fo))
+		}
+		if v == 5 {
+			_ = json.Unmarshal(doc["fid_list"], &lists5)
+		}
+		if v == 4 {
+			var flat []uint64
+			_ = json.Unmarshal(doc["fid_list"], &flat)
+			var all []uint64
+			for _, l := range lists5 {
+				all = append(all, l...)
+			}
+			slices.Sort(all)
+			slices.Sort(flat)
+			if len(all) != 0 && !slices.Equal(all, flat) {
+				t.Errorf("v4 flat list differs from the union of the v5 lists")
+			}
+		}
+	}
+	if len(lists5) != 8 || len(lists5["user:0"])+len(lists5["user:1"]) != 110 {
+		t.Errorf("v5 lists: %d keys, user table %d fids; want 8 keys, 110", len(lists5), len(lists5["user:0"])+len(lists5["user:1"]))
+	}
+}
+
+// TestLayoutCommand: the five versions give the same layout tensors and gradients on the
+// fixture, in the documented JSON shape.
+func TestLayoutCommand(t *testing.T) {
+	src := fixtures.Path(t, "example_batch.pbtxt")
+	type doc struct {
+		Outputs []layoutOutput       `json:"outputs"`
+		Grads   map[string][]float32 `json:"grads"`
+	}
+	var first doc
+	for v := 1; v <= 5; v++ {
+		for _, par := range []string{"1", "2"} {
+			out, stderr, err := runCLI(t, "layout", "--input", src, "--feature-configs", fixtureConfigs, "--ps-num", "3",
+				"--version", fmt.Sprint(v), "--embeddings", "synthetic", "--grad", "synthetic", "--parallel", par, "--json")
+			if err != nil {
+				t.Fatalf("v%d: %v\n%s", v, err, stderr)
+			}
+			var d doc
+			if err := json.Unmarshal([]byte(out), &d); err != nil {
+				t.Fatal(err)
+			}
+			if v == 1 && par == "1" {
+				first = d
+				names := []string{}
+				for _, o := range d.Outputs {
+					names = append(names, o.Name)
+				}
+				if strings.Join(names, ",") != "bias,ctx/0,ctx/1,ctx/2,ctx/3,ctx/4,ctx/5,item_stack,spm_seq,title_seq/0,user_vec" {
+					t.Fatalf("output order %v", names)
+				}
+				if got := d.Outputs[7].Shape; !slices.Equal(got, []int{51, 4, 8}) {
+					t.Errorf("item_stack shape %v", got)
+				}
+				// Row 0 of user_vec, columns 0..7: f_user_id's one fid, embedding columns 1..8.
+				continue
+			}
+			if !reflect.DeepEqual(d, first) {
+				t.Fatalf("v%d parallel=%s differs from v1", v, par)
+			}
+		}
+	}
+	// Hand check: bias row 0 is the sum over the bias features of their pooled column 0, and
+	// with synthetic embeddings column 0 of fid f is f%1009/64.
+	rec := fixtureRows(t)
+	var want float32
+	for _, name := range []string{"f_user_id", "f_user_id-f_page", "f_user_city", "f_goods_id", "f_goods_tags_terms", "f_goods_title", "f_price_reduction"} {
+		var s float32
+		for _, f := range rec[name] {
+			s += float32(f%1009) / 64
+		}
+		want += s
+	}
+	for _, name := range []string{"f_spm", "f_page", "f_scm", "f_is_dup", "f_user_ctx_platform", "f_user_ctx_network"} {
+		var s float32
+		for _, f := range rec[name] {
+			s += float32(f%1009) / 64 / float32(len(rec[name]))
+		}
+		want += s
+	}
+	if got := first.Outputs[0].Data[0]; math.Abs(float64(got-want)) > 1e-4 {
+		t.Errorf("bias row 0 = %v, want %v", got, want)
+	}
+}
+
+// fixtureRows returns row 0's v2 fids per feature of the fixture.
+func fixtureRows(t *testing.T) map[string][]uint64 {
+	t.Helper()
+	r, err := dataset.Open([]string{fixtures.Path(t, "example_batch.pbtxt")}, dataset.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec, err := r.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	out := map[string][]uint64{}
+	for _, name := range batch.Features(rec.Schema()) {
+		if sp, err := batch.SparseColumn(rec, name); err == nil {
+			out[name] = slices.Clone(sp.Row(0))
+		}
+	}
+	return out
 }

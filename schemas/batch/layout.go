@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/monolith-go/monolith/kernels/fid"
 )
 
 // LayoutVersion is the value of the schema metadata key MetaLayout. Frozen: bump it when
@@ -296,11 +298,10 @@ func FeatureKind(f arrow.Field) (k Kind, mixed bool, err error) {
 func IsFeature(f arrow.Field) bool { return RoleOf(f) == RoleFeature }
 
 // fidV2Mask keeps the 48 signature bits of a v2 fid.
-const fidV2Mask = 1<<48 - 1
+const fidV2Mask = fid.V2SigMask
 
-// V1ToV2 converts a v1 fid to v2 (io.md §2.1): the slot moves from bits 63..54 to 62..48
-// and the signature keeps its low 48 bits.
-func V1ToV2(v1 uint64) uint64 { return (v1>>54)<<48 | v1&fidV2Mask }
+// V1ToV2 converts a v1 fid to v2 (io.md §2.1); see kernels/fid.
+func V1ToV2(v1 uint64) uint64 { return fid.V1ToV2(v1) }
 
 // v1Hi returns the six signature bits (53..48) of a v1 fid that V1ToV2 drops.
 func v1Hi(v1 uint64) uint8 { return uint8(v1>>48) & 0x3F }
