@@ -76,12 +76,26 @@ type Layouter struct {
 	cfg     *featcfg.Config
 	opts    Options
 	targets []target
-	sizes   []int // floats per row of every output
+	sizes   []int  // floats per row of every output
+	addN    []bool // whether every output is an ADDN output
 	workers int
-	scratch [][]float32 // per worker, one slice wide
+	plans   []plan  // features read by pooled (non-FIRSTN) slices, in feature order
+	planOf  []int   // plan index of every feature, -1 if none
+	width   int     // Σ plan spans: floats of one row of pooled values
+	byFeat  [][]int // target indexes of every feature, in config order
+	scratch [][]float32
 	// backward partition scratch
 	cost  []int
 	parts []int
+}
+
+// plan is how one feature is pooled: once per entry, over the union [lo, hi) of the
+// columns its pooled slices read, into a row of pooled values at offset off.
+type plan struct {
+	feature int
+	lo, hi  int
+	off     int
+	mean    bool
 }
 
 // New returns a Layouter for cfg.
@@ -120,14 +134,40 @@ func New(cfg *featcfg.Config, opts Options) (*Layouter, error) {
 			l.targets = append(l.targets, tg)
 		}
 		l.sizes = append(l.sizes, lay.RowSize...)
+		for range lay.Outputs() {
+			l.addN = append(l.addN, lay.OutType == featcfg.AddN)
+		}
 		out += lay.Outputs()
 	}
-	l.scratch = make([][]float32, l.workers)
-	for w := range l.scratch {
-		l.scratch[w] = make([]float32, maxW)
+	_ = maxW
+	F := len(cfg.Features)
+	l.planOf = make([]int, F)
+	l.byFeat = make([][]int, F)
+	lo, hi := make([]int, F), make([]int, F)
+	for n := range lo {
+		lo[n], hi[n], l.planOf[n] = 1<<30, -1, -1
 	}
+	for ti, tg := range l.targets {
+		l.byFeat[tg.feature] = append(l.byFeat[tg.feature], ti)
+		if tg.pooling != featcfg.FirstN {
+			lo[tg.feature] = min(lo[tg.feature], tg.start)
+			hi[tg.feature] = max(hi[tg.feature], tg.start+tg.width)
+		}
+	}
+	for n := 0; n < F; n++ {
+		if hi[n] < 0 {
+			continue
+		}
+		l.planOf[n] = len(l.plans)
+		l.plans = append(l.plans, plan{feature: n, lo: lo[n], hi: hi[n], off: l.width, mean: cfg.Features[n].Pooling == featcfg.Mean})
+		l.width += hi[n] - lo[n]
+	}
+	l.scratch = make([][]float32, l.workers)
 	return l, nil
 }
+
+// rowBlock is the number of rows pooled at once in the forward pass.
+const rowBlock = 32
 
 // RowSizes returns the number of floats per row of every output tensor, in output order.
 func (l *Layouter) RowSizes() []int { return l.sizes }
@@ -305,43 +345,59 @@ func (l *Layouter) check(reqs []Sharded, blocks [][]block) (rows int, err error)
 			}
 			prev = o
 		}
-		// Every fid's whole embedding must lie in its block. The entries of feature n
-		// determine its width.
-		bs := blocks[ri]
-		for n := 0; n < F; n++ {
-			start := int(r.NflOffset[n] & offsetMask)
-			next := int(r.NflOffset[n+1] & offsetMask)
-			if next == start {
-				continue
-			}
-			cnt := r.BatchSize
-			if r.NflOffset[n]&sharedBit != 0 {
-				cnt = 1
-			}
-			dim := l.cfg.Features[n].Dim
-			for _, fo := range r.FidOffset[r.FeatureOffset[start]:r.FeatureOffset[start+cnt]] {
-				i1, i2 := int(fo>>32), int(uint32(fo))
-				if i1 >= len(bs) {
-					return 0, fmt.Errorf("%w: request %d: feature %q: fid_offset block %d of %d", ErrInput, ri, l.cfg.Features[n].Name, i1, len(bs))
-				}
-				b := bs[i1]
-				end := i2 + dim // v3, v4, v5: index2 is a float offset
-				if rowAddressed {
-					// v1, v2: index2 is a row of width stride, which must hold the feature.
-					if b.stride < dim {
-						return 0, fmt.Errorf("%w: request %d: feature %q of width %d in a block of rows of width %d",
-							ErrInput, ri, l.cfg.Features[n].Name, dim, b.stride)
-					}
-					end = (i2 + 1) * b.stride
-				}
-				if end > len(b.data) {
-					return 0, fmt.Errorf("%w: request %d: feature %q: fid_offset (%d, %d) is past block %d of %d floats",
-						ErrInput, ri, l.cfg.Features[n].Name, i1, i2, i1, len(b.data))
+	}
+	if err := l.cfg.CheckBatch(rows); err != nil {
+		return 0, err
+	}
+	// Every fid's whole embedding must lie in its block: checked feature by feature, in
+	// parallel (it reads every fid_offset once).
+	errs := make([]error, l.workers)
+	l.run(func(w int) {
+		for n := F * w / l.workers; n < F*(w+1)/l.workers && errs[w] == nil; n++ {
+			for ri := range reqs {
+				if err := l.checkFids(ri, &reqs[ri], blocks[ri], n, rowAddressed); err != nil {
+					errs[w] = err
+					break
 				}
 			}
 		}
+	})
+	return rows, errors.Join(errs...)
+}
+
+// checkFids checks that every fid of feature n in request ri addresses its whole embedding
+// inside its block.
+func (l *Layouter) checkFids(ri int, r *Sharded, bs []block, n int, rowAddressed bool) error {
+	start := int(r.NflOffset[n] & offsetMask)
+	if int(r.NflOffset[n+1]&offsetMask) == start {
+		return nil
 	}
-	return rows, l.cfg.CheckBatch(rows)
+	cnt := r.BatchSize
+	if r.NflOffset[n]&sharedBit != 0 {
+		cnt = 1
+	}
+	dim := l.cfg.Features[n].Dim
+	for _, fo := range r.FidOffset[r.FeatureOffset[start]:r.FeatureOffset[start+cnt]] {
+		i1, i2 := int(fo>>32), int(uint32(fo))
+		if i1 >= len(bs) {
+			return fmt.Errorf("%w: request %d: feature %q: fid_offset block %d of %d", ErrInput, ri, l.cfg.Features[n].Name, i1, len(bs))
+		}
+		b := &bs[i1]
+		end := i2 + dim // v3, v4, v5: index2 is a float offset
+		if rowAddressed {
+			// v1, v2: index2 is a row of width stride, which must hold the feature.
+			if b.stride < dim {
+				return fmt.Errorf("%w: request %d: feature %q of width %d in a block of rows of width %d",
+					ErrInput, ri, l.cfg.Features[n].Name, dim, b.stride)
+			}
+			end = (i2 + 1) * b.stride
+		}
+		if end > len(b.data) {
+			return fmt.Errorf("%w: request %d: feature %q: fid_offset (%d, %d) is past block %d of %d floats",
+				ErrInput, ri, l.cfg.Features[n].Name, i1, i2, i1, len(b.data))
+		}
+	}
+	return nil
 }
 
 // run calls work(w) for every worker, concurrently when there are several.
@@ -357,286 +413,13 @@ func (l *Layouter) run(work func(w int)) {
 	wg.Wait()
 }
 
-// Forward computes the layout outputs into out (one tensor per output, in output order,
-// each OutputSizes(ΣB)[i] floats, row-major). out is overwritten.
-func (l *Layouter) Forward(reqs []Sharded, emb Embedding, out [][]float32) error {
-	blocks, err := l.blocks(reqs, emb)
-	if err != nil {
-		return err
-	}
-	rows, err := l.check(reqs, blocks)
-	if err != nil {
-		return err
-	}
-	if len(out) != len(l.sizes) {
-		return fmt.Errorf("%w: %d output tensors, the config has %d", ErrInput, len(out), len(l.sizes))
-	}
-	for i, o := range out {
-		if len(o) != l.sizes[i]*rows {
-			return fmt.Errorf("%w: output %d has %d floats, want %d", ErrInput, i, len(o), l.sizes[i]*rows)
-		}
-	}
-	l.run(func(w int) {
-		r0, r1 := rows*w/l.workers, rows*(w+1)/l.workers
-		for i, o := range out {
-			clear(o[r0*l.sizes[i] : r1*l.sizes[i]])
-		}
-		tmp := l.scratch[w]
-		for ti := range l.targets {
-			tg := &l.targets[ti]
-			base := 0
-			for ri := range reqs {
-				n := reqs[ri].BatchSize
-				if lo, hi := max(r0-base, 0), min(r1-base, n); lo < hi {
-					forwardSlice(tg, &reqs[ri], blocks[ri], out[tg.out], base, lo, hi, tmp)
-				}
-				base += n
-			}
-		}
-	})
-	return nil
-}
-
-// entry returns the fid offsets of feature n's entry for row r, and whether n is present.
-func entry(req *Sharded, n, r int) ([]uint64, bool) {
-	nfl := req.NflOffset
-	start := int(nfl[n] & offsetMask)
-	if int(nfl[n+1]&offsetMask) == start {
-		return nil, false
-	}
-	e := start + r
-	if nfl[n]&sharedBit != 0 {
-		e = start
-	}
-	return req.FidOffset[req.FeatureOffset[e]:req.FeatureOffset[e+1]], true
-}
-
-// forwardSlice writes slice tg for rows [lo, hi) of one request, whose rows start at base.
-func forwardSlice(tg *target, req *Sharded, bs []block, out []float32, base, lo, hi int, tmp []float32) {
-	shared := req.NflOffset[tg.feature]&sharedBit != 0
-	w := tg.width
-	if tg.pooling == featcfg.FirstN {
-		for r := lo; r < hi; r++ {
-			fids, ok := entry(req, tg.feature, r)
-			if !ok {
-				return
-			}
-			row := out[(base+r)*tg.rowSize+tg.off:]
-			for q, fo := range fids[:min(len(fids), tg.seqLen)] {
-				b := &bs[fo>>32]
-				a := int(uint32(fo))*b.stride + tg.start
-				copy(row[q*tg.posStride:q*tg.posStride+w], b.data[a:a+w])
-			}
-		}
-		return
-	}
-	pooled := tmp[:w]
-	if shared {
-		fids, ok := entry(req, tg.feature, 0)
-		if !ok {
-			return
-		}
-		clear(pooled)
-		pool(pooled, fids, bs, tg.start, tg.pooling)
-		for r := lo; r < hi; r++ {
-			dst := out[(base+r)*tg.rowSize+tg.off:]
-			dst = dst[:w]
-			if tg.add {
-				for k := range dst {
-					dst[k] += pooled[k]
-				}
-			} else {
-				copy(dst, pooled)
-			}
-		}
-		return
-	}
-	for r := lo; r < hi; r++ {
-		fids, ok := entry(req, tg.feature, r)
-		if !ok {
-			return
-		}
-		dst := out[(base+r)*tg.rowSize+tg.off:]
-		dst = dst[:w]
-		if !tg.add {
-			pool(dst, fids, bs, tg.start, tg.pooling) // the output region starts at zero
-			continue
-		}
-		clear(pooled)
-		pool(pooled, fids, bs, tg.start, tg.pooling)
-		for k := range dst {
-			dst[k] += pooled[k]
-		}
-	}
-}
-
-// pool adds the SUM or MEAN of the fids' slices into dst (len = slice width).
-func pool(dst []float32, fids []uint64, bs []block, start int, p featcfg.Pooling) {
-	w := len(dst)
-	if p == featcfg.Mean {
-		n := float32(len(fids))
-		for _, fo := range fids {
-			b := &bs[fo>>32]
-			a := int(uint32(fo))*b.stride + start
-			v := b.data[a : a+w]
-			for k := range dst {
-				dst[k] += v[k] / n
-			}
-		}
-		return
-	}
-	switch w {
-	case 1:
-		var s float32
-		for _, fo := range fids {
-			b := &bs[fo>>32]
-			s += b.data[int(uint32(fo))*b.stride+start]
-		}
-		dst[0] += s
-	default:
-		for _, fo := range fids {
-			b := &bs[fo>>32]
-			a := int(uint32(fo))*b.stride + start
-			v := b.data[a : a+w]
-			for k := range dst {
-				dst[k] += v[k]
-			}
-		}
-	}
-}
-
-// Backward computes the embedding gradients from the output gradients grads (shaped like
-// Forward's outputs) into embGrad, which has the embeddings' shape and is overwritten.
-func (l *Layouter) Backward(reqs []Sharded, grads [][]float32, embGrad Embedding) error {
-	blocks, err := l.blocks(reqs, embGrad)
-	if err != nil {
-		return err
-	}
-	rows, err := l.check(reqs, blocks)
-	if err != nil {
-		return err
-	}
-	if len(grads) != len(l.sizes) {
-		return fmt.Errorf("%w: %d output gradients, the config has %d outputs", ErrInput, len(grads), len(l.sizes))
-	}
-	for i, g := range grads {
-		if len(g) != l.sizes[i]*rows {
-			return fmt.Errorf("%w: output gradient %d has %d floats, want %d", ErrInput, i, len(g), l.sizes[i]*rows)
-		}
-	}
-	for _, t := range embGrad.Tensors {
-		clear(t)
-	}
-	clear(embGrad.Flat)
-	l.partitionFeatures(reqs)
-	l.run(func(w int) {
-		f0, f1 := l.parts[w], l.parts[w+1]
-		for ti := range l.targets {
-			tg := &l.targets[ti]
-			if tg.feature < f0 || tg.feature >= f1 {
-				continue
-			}
-			base := 0
-			for ri := range reqs {
-				backwardSlice(tg, &reqs[ri], blocks[ri], grads[tg.out], base)
-				base += reqs[ri].BatchSize
-			}
-		}
-	})
-	return nil
-}
-
-// partitionFeatures splits the features into contiguous ranges of similar gradient work.
-func (l *Layouter) partitionFeatures(reqs []Sharded) {
-	F := len(l.cfg.Features)
-	l.parts = grow(l.parts, l.workers+1)
-	if l.workers == 1 {
-		l.parts[0], l.parts[1] = 0, F
-		return
-	}
-	l.cost = grow(l.cost, F+1)
-	clear(l.cost)
-	for ti := range l.targets {
-		tg := &l.targets[ti]
-		n := tg.feature
-		for ri := range reqs {
-			r := &reqs[ri]
-			start := int(r.NflOffset[n] & offsetMask)
-			if int(r.NflOffset[n+1]&offsetMask) == start {
-				continue
-			}
-			cnt := r.BatchSize
-			if r.NflOffset[n]&sharedBit != 0 {
-				// every row's gradient goes to the shared entry's fids
-				l.cost[n+1] += (int(r.FeatureOffset[start+1]-r.FeatureOffset[start]) + 1) * r.BatchSize * tg.width
-				continue
-			}
-			l.cost[n+1] += (int(r.FeatureOffset[start+cnt]-r.FeatureOffset[start]) + cnt) * tg.width
-		}
-	}
-	for n := 1; n <= F; n++ {
-		l.cost[n] += l.cost[n-1]
-	}
-	total := l.cost[F]
-	f := 0
-	for w := 0; w < l.workers; w++ {
-		l.parts[w] = f
-		target := total * (w + 1) / l.workers
-		for f < F && (l.cost[f+1] <= target || w == l.workers-1) {
-			f++
-		}
-	}
-	l.parts[l.workers] = F
-}
-
-// backwardSlice adds the gradient of slice tg for every row of one request.
-func backwardSlice(tg *target, req *Sharded, bs []block, grad []float32, base int) {
-	w := tg.width
-	for r := 0; r < req.BatchSize; r++ {
-		fids, ok := entry(req, tg.feature, r)
-		if !ok {
-			return
-		}
-		g := grad[(base+r)*tg.rowSize+tg.off:]
-		switch tg.pooling {
-		case featcfg.FirstN:
-			for q, fo := range fids[:min(len(fids), tg.seqLen)] {
-				b := &bs[fo>>32]
-				a := int(uint32(fo))*b.stride + tg.start
-				dst := b.data[a : a+w]
-				src := g[q*tg.posStride : q*tg.posStride+w]
-				for k := range dst {
-					dst[k] += src[k]
-				}
-			}
-		case featcfg.Mean:
-			n := float32(len(fids))
-			src := g[:w]
-			for _, fo := range fids {
-				b := &bs[fo>>32]
-				a := int(uint32(fo))*b.stride + tg.start
-				dst := b.data[a : a+w]
-				for k := range dst {
-					dst[k] += src[k] / n
-				}
-			}
-		default:
-			src := g[:w]
-			for _, fo := range fids {
-				b := &bs[fo>>32]
-				a := int(uint32(fo))*b.stride + tg.start
-				dst := b.data[a : a+w]
-				for k := range dst {
-					dst[k] += src[k]
-				}
-			}
-		}
-	}
-}
-
 func grow[T any](b []T, n int) []T {
 	if cap(b) < n {
 		return make([]T, n)
 	}
 	return b[:n]
+}
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInput}, args...)...)
 }

@@ -133,7 +133,9 @@ func TestScenario62Grad(t *testing.T) {
 		s := i + 1
 		name := "fc_slot_" + l
 		slotOf[name] = s
-		sc := func(a, b int32) *examplepb.SliceConfig { return &examplepb.SliceConfig{FeatureName: name, Start: a, End: b} }
+		sc := func(a, b int32) *examplepb.SliceConfig {
+			return &examplepb.SliceConfig{FeatureName: name, Start: a, End: b}
+		}
 		switch {
 		case s <= 9:
 			fc.FeatureConfigs[name] = &examplepb.FeatureConfig{Table: "table_one", SliceDims: []int32{1, 4, 8}}

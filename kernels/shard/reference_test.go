@@ -19,7 +19,11 @@ type refResult struct {
 	featOff   []int32
 	nflOff    []uint32
 	embSize   []int32
-	v4        struct{ fids []uint64; splits []int64; tableLen, shardLen, embLen []int32 }
+	v4        struct {
+		fids                       []uint64
+		splits                     []int64
+		tableLen, shardLen, embLen []int32
+	}
 }
 
 // reference implements data-path.md §3.4–3.6 as literally as possible, with maps.
@@ -27,7 +31,7 @@ func reference(cfg *featcfg.Config, in *Input, P, version int, unique bool) refR
 	F, T := len(cfg.Features), len(cfg.Tables)
 	var out refResult
 	type fp struct{ f, p int }
-	perFP := map[fp][]uint64{}        // (feature, shard) list
+	perFP := map[fp][]uint64{}       // (feature, shard) list
 	posOf := map[fp]map[uint64]int{} // unique positions
 	type occ struct{ f, p, pos int }
 	var occs []occ

@@ -116,17 +116,17 @@ type Sharder struct {
 	mod  modulo
 	res  Result
 
-	occP    []uint32 // shard of every occurrence
-	occPos  []uint32 // position within its (feature, shard) list; bit 31 = first occurrence
-	featOcc []int    // first occurrence index of every feature, [F+1]
-	baseRow []int    // by f*P+p: rows before feature f in list (t,p)
-	baseEmb []int    // by f*P+p: floats before feature f in the (t,p) embedding buffer
+	featOcc []int // first occurrence index of every feature, [F+1]
+	baseRow []int // by f*P+p: rows before feature f in list (t,p)
+	baseEmb []int // by f*P+p: floats before feature f in the (t,p) embedding buffer
 	workers []dedup
 	parts   []int // feature ranges per worker, [G+1]
 	// v2 index1 base of each table: Σ_{t'<t} F_t'·P
 	v2base []int
 }
 
+// Between the two passes, fid_offset holds shard<<32 | position, with firstBit marking
+// the first occurrence of a fid in its (feature, shard) list.
 const firstBit = 1 << 31
 
 // New returns a Sharder. It validates the options against the config.
@@ -227,11 +227,21 @@ func (s *Sharder) Shard(in *Input) (*Result, error) {
 		}
 		s.featOcc[f] = occ
 		n := fi.Entries(in.Rows)
-		for i := 0; i < n; i++ {
-			r.FeatureOffset[e] = int32(occ)
-			occ += len(fi.Entry(i))
-			e++
+		if fi.Offsets == nil {
+			fo := r.FeatureOffset[e : e+n]
+			for i := range fo {
+				fo[i] = int32(occ)
+			}
+		} else {
+			fo := r.FeatureOffset[e : e+n]
+			offs := fi.Offsets[:n+1]
+			delta := int32(occ) - offs[0]
+			for i := range fo {
+				fo[i] = offs[i] + delta
+			}
+			occ += int(offs[n] - offs[0])
 		}
+		e += n
 	}
 	if occ > 1<<31-1 {
 		return nil, fmt.Errorf("%w: %d fids in one batch exceed 2^31", ErrInput, occ)
@@ -239,8 +249,6 @@ func (s *Sharder) Shard(in *Input) (*Result, error) {
 	r.FeatureOffset[E] = int32(occ)
 	r.NflOffset[F] = uint32(E + 1)
 	s.featOcc[F] = occ
-	s.occP = grow(s.occP, occ)
-	s.occPos = grow(s.occPos, occ)
 	r.FidOffset = grow(r.FidOffset, occ)
 	r.Counts = grow(r.Counts, F*P)
 	clear(r.Counts)
@@ -295,34 +303,55 @@ func (s *Sharder) run(work func(w int)) {
 	wg.Wait()
 }
 
-// countFeature is pass A for feature f.
+// values returns the fids of all of feature f's entries, in entry order (they are
+// contiguous).
+func (fi *FeatureInput) values(rows int) []uint64 {
+	if fi.Offsets == nil {
+		return nil
+	}
+	n := fi.Entries(rows)
+	return fi.Values[fi.Offsets[0]:fi.Offsets[n]]
+}
+
+// countFeature is pass A for feature f: it stages shard<<32 | position (| firstBit) of
+// every occurrence in fid_offset and counts the (feature, shard) lists.
 func (s *Sharder) countFeature(in *Input, f int, d *dedup) {
 	P := s.opts.PS
-	fi := &in.Features[f]
+	vals := in.Features[f].values(in.Rows)
 	cnt := s.res.Counts[f*P : (f+1)*P]
-	occ := s.featOcc[f]
-	occP, occPos := s.occP, s.occPos
-	unique := s.opts.Unique
-	if unique {
-		d.reset(s.featOcc[f+1] - occ)
+	stage := s.res.FidOffset[s.featOcc[f]:s.featOcc[f+1]]
+	stage = stage[:len(vals)]
+	m := s.mod
+	if !s.opts.Unique {
+		for i, v := range vals {
+			p := m.mod(v)
+			stage[i] = p<<32 | uint64(cnt[p]) | firstBit
+			cnt[p]++
+		}
+		return
 	}
-	n := fi.Entries(in.Rows)
-	for e := 0; e < n; e++ {
-		for _, v := range fi.Entry(e) {
-			p := uint32(s.mod.mod(v))
+	d.reset(len(vals))
+	// Blocks of fids: first touch the table slot of every fid of the block, so that the cache
+	// misses of the block overlap, then probe and insert in order.
+	const block = 32
+	var sink uint32
+	for b := 0; b < len(vals); b += block {
+		blk := vals[b:min(b+block, len(vals))]
+		st := stage[b : b+len(blk)]
+		for i, v := range blk {
+			p := m.mod(v)
 			pos := uint32(cnt[p])
-			if unique && v != noDedup {
+			if v != noDedup {
 				if got, found := d.findOrInsert(v, pos); found {
-					occP[occ], occPos[occ] = p, got
-					occ++
+					st[i] = p<<32 | uint64(got)
 					continue
 				}
 			}
 			cnt[p]++
-			occP[occ], occPos[occ] = p, pos|firstBit
-			occ++
+			st[i] = p<<32 | uint64(pos) | firstBit
 		}
 	}
+	d.sink = sink
 }
 
 // layoutLists places every (table, shard) list and its row splits in the version's order
@@ -390,42 +419,50 @@ func (s *Sharder) layoutLists() {
 	}
 }
 
-// fillFeature is pass B for feature f: writes its fids into the lists and its fid_offsets.
+// fillFeature is pass B for feature f: writes its fids into the lists and turns the
+// staged values into fid_offsets.
 func (s *Sharder) fillFeature(in *Input, f int) {
 	cfg, r, P := s.cfg, &s.res, s.opts.PS
 	ft := &cfg.Features[f]
 	t := ft.Table
-	fi := &in.Features[f]
-	occ := s.featOcc[f]
-	n := fi.Entries(in.Rows)
-	version := s.opts.Version
-	baseRow := s.baseRow[f*P : (f+1)*P]
-	baseEmb := s.baseEmb[f*P : (f+1)*P]
-	listStart := r.listStart[t*P : (t+1)*P]
-	fids, fidOffset := r.Fids, r.FidOffset
-	occP, occPos := s.occP, s.occPos
-	dim := uint64(ft.Dim)
-	v2 := uint64(s.v2base[t] + ft.InTable)
-	ft64 := uint64(len(cfg.Tables[t].Features))
+	vals := in.Features[f].values(in.Rows)
+	fo := r.FidOffset[s.featOcc[f]:s.featOcc[f+1]]
+	fo = fo[:len(vals)]
+	// dest[p] = position of (feature f, shard p)'s first fid in Fids.
+	var destBuf [64]int
+	dest := destBuf[:0]
+	if P > len(destBuf) {
+		dest = make([]int, 0, P)
+	}
+	for p := 0; p < P; p++ {
+		dest = append(dest, r.listStart[t*P+p]+s.baseRow[f*P+p])
+	}
+	fids := r.Fids
+	for i, v := range fo {
+		if v&firstBit != 0 {
+			fids[dest[v>>32]+int(uint32(v)&^firstBit)] = vals[i]
+		}
+	}
 	tp := uint64(t * P)
-	for e := 0; e < n; e++ {
-		for _, v := range fi.Entry(e) {
-			p, pos := occP[occ], occPos[occ]
-			if pos&firstBit != 0 {
-				pos &^= firstBit
-				fids[listStart[p]+baseRow[p]+int(pos)] = v
-			}
-			var i1, i2 uint64
-			switch version {
-			case 1:
-				i1, i2 = tp+uint64(p), uint64(baseRow[p])+uint64(pos)
-			case 2:
-				i1, i2 = v2+uint64(p)*ft64, uint64(pos)
-			default:
-				i1, i2 = tp+uint64(p), uint64(pos)*dim+uint64(baseEmb[p])
-			}
-			fidOffset[occ] = i1<<32 | i2&0xFFFFFFFF
-			occ++
+	switch s.opts.Version {
+	case 1:
+		base := s.baseRow[f*P : (f+1)*P]
+		for i, v := range fo {
+			p := v >> 32
+			fo[i] = (tp+p)<<32 | uint64(base[p]) + uint64(uint32(v)&^firstBit)
+		}
+	case 2:
+		v2 := uint64(s.v2base[t] + ft.InTable)
+		nf := uint64(len(cfg.Tables[t].Features))
+		for i, v := range fo {
+			fo[i] = (v2+(v>>32)*nf)<<32 | uint64(uint32(v)&^firstBit)
+		}
+	default:
+		dim := uint64(ft.Dim)
+		base := s.baseEmb[f*P : (f+1)*P]
+		for i, v := range fo {
+			p := v >> 32
+			fo[i] = (tp+p)<<32 | (uint64(uint32(v)&^firstBit)*dim+uint64(base[p]))&0xFFFFFFFF
 		}
 	}
 }
@@ -437,7 +474,11 @@ type dedup struct {
 	mask  uint64
 	shift uint
 	gen   uint32
+	sink  uint32 // keeps the touching loads of countFeature alive
 }
+
+// hashMul is Fibonacci hashing's multiplier (2^64 / φ).
+const hashMul = 0x9E3779B97F4A7C15
 
 type slot struct {
 	key uint64
@@ -445,7 +486,7 @@ type slot struct {
 	pos uint32
 }
 
-// reset empties the set and sizes it for up to n keys.
+// reset empties the set and sizes it for up to n keys (load factor at most 1/2).
 func (d *dedup) reset(n int) {
 	need := 16
 	for need < 2*n {
@@ -455,8 +496,9 @@ func (d *dedup) reset(n int) {
 		d.slots = make([]slot, need)
 		d.gen = 0
 	}
-	d.mask = uint64(len(d.slots) - 1)
-	d.shift = uint(64 - bits.TrailingZeros(uint(len(d.slots))))
+	// Use only the part of the table this feature needs: a smaller table stays in cache.
+	d.mask = uint64(need - 1)
+	d.shift = uint(64 - bits.TrailingZeros(uint(need)))
 	d.gen++
 	if d.gen == 0 { // wrapped: old generations could alias
 		clear(d.slots)
@@ -466,7 +508,7 @@ func (d *dedup) reset(n int) {
 
 // findOrInsert returns the position stored for k, or stores pos for it.
 func (d *dedup) findOrInsert(k uint64, pos uint32) (uint32, bool) {
-	h := (k * 0x9E3779B97F4A7C15) >> d.shift
+	h := (k * hashMul) >> d.shift
 	for {
 		sl := &d.slots[h]
 		if sl.gen != d.gen {
@@ -504,7 +546,7 @@ func newModulo(d uint64) modulo {
 }
 
 // mod returns n % d.
-func (m *modulo) mod(n uint64) uint64 {
+func (m modulo) mod(n uint64) uint64 {
 	if m.pow2 {
 		return n & m.mask
 	}

@@ -1,0 +1,356 @@
+package layout
+
+import (
+	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/kernels/internal/vecf32"
+)
+
+// entry returns the fid offsets of feature n's entry for row r, and whether n is present.
+func entry(req *Sharded, n, r int) ([]uint64, bool) {
+	nfl := req.NflOffset
+	start := int(nfl[n] & offsetMask)
+	if int(nfl[n+1]&offsetMask) == start {
+		return nil, false
+	}
+	e := start + r
+	if nfl[n]&sharedBit != 0 {
+		e = start
+	}
+	return req.FidOffset[req.FeatureOffset[e]:req.FeatureOffset[e+1]], true
+}
+
+// poolInto writes the pooled columns [lo, hi) of the fids' embeddings into dst (hi-lo
+// floats): the sum, or for MEAN the sum of each value divided by the fid count (every term
+// divided before summing, in float32, as Monolith does). dst starts from zero, so the
+// result is exactly that of accumulating into a zeroed buffer; no fid gives zeros.
+func poolInto(dst []float32, fids []uint64, bs []block, lo int, mean bool) {
+	w := len(dst)
+	clear(dst)
+	switch {
+	case !mean:
+		for _, fo := range fids {
+			b := &bs[fo>>32]
+			a := int(uint32(fo))*b.stride + lo
+			vecf32.Add(dst, b.data[a:a+w])
+		}
+	case len(fids)&(len(fids)-1) != 0:
+		n := float32(len(fids))
+		for _, fo := range fids {
+			b := &bs[fo>>32]
+			a := int(uint32(fo))*b.stride + lo
+			vecf32.AddDiv(dst, b.data[a:a+w], n)
+		}
+	default:
+		// A power-of-two count: v * (1/n) is the same single rounding of the same exact value
+		// as v / n, so the product is bit-identical (subnormals included) and cheaper.
+		inv := 1 / float32(len(fids))
+		for _, fo := range fids {
+			b := &bs[fo>>32]
+			a := int(uint32(fo))*b.stride + lo
+			v := b.data[a : a+w]
+			for k := range dst {
+				dst[k] += v[k] * inv
+			}
+		}
+	}
+}
+
+// Forward computes the layout outputs into out (one tensor per output, in output order,
+// each OutputSizes(ΣB)[i] floats, row-major). out is overwritten.
+//
+// Every feature entry is pooled once, over all the columns its slices read, into a block of
+// pooled rows; the slices are then written from it in config order (ADDN summing in slice
+// order). Pooling is element-wise, so this gives exactly the values of pooling slice by
+// slice.
+func (l *Layouter) Forward(reqs []Sharded, emb Embedding, out [][]float32) error {
+	blocks, err := l.blocks(reqs, emb)
+	if err != nil {
+		return err
+	}
+	rows, err := l.check(reqs, blocks)
+	if err != nil {
+		return err
+	}
+	if err := l.checkOutputs(out, rows, "output"); err != nil {
+		return err
+	}
+	l.run(func(w int) {
+		r0, r1 := rows*w/l.workers, rows*(w+1)/l.workers
+		for i, o := range out {
+			if l.addN[i] { // ADDN outputs accumulate; every other element is written once below
+				clear(o[r0*l.sizes[i] : r1*l.sizes[i]])
+			}
+		}
+		scratch := grow(l.scratch[w], (rowBlock+1)*l.width)
+		l.scratch[w] = scratch
+		base := 0
+		for ri := range reqs {
+			n := reqs[ri].BatchSize
+			if lo, hi := max(r0-base, 0), min(r1-base, n); lo < hi {
+				l.forwardRequest(&reqs[ri], blocks[ri], out, base, lo, hi, scratch)
+			}
+			base += n
+		}
+	})
+	return nil
+}
+
+// forwardRequest writes rows [lo, hi) of one request, whose rows start at base.
+func (l *Layouter) forwardRequest(req *Sharded, bs []block, out [][]float32, base, lo, hi int, scratch []float32) {
+	W := l.width
+	shared := scratch[rowBlock*W:] // pooled values of shared features, computed once
+	for _, pl := range l.plans {
+		if req.NflOffset[pl.feature]&sharedBit != 0 {
+			if fids, ok := entry(req, pl.feature, 0); ok {
+				poolInto(shared[pl.off:pl.off+pl.hi-pl.lo], fids, bs, pl.lo, pl.mean)
+			}
+		}
+	}
+	for b0 := lo; b0 < hi; b0 += rowBlock {
+		nb := min(rowBlock, hi-b0)
+		pooled := scratch[:nb*W] // every span of a present feature is written below
+		for _, pl := range l.plans {
+			span := pl.hi - pl.lo
+			if req.NflOffset[pl.feature]&sharedBit != 0 {
+				continue // read from shared by the targets
+			}
+			for i := 0; i < nb; i++ {
+				fids, ok := entry(req, pl.feature, b0+i)
+				if !ok {
+					break
+				}
+				poolInto(pooled[i*W+pl.off:i*W+pl.off+span], fids, bs, pl.lo, pl.mean)
+			}
+		}
+		for ti := range l.targets {
+			tg := &l.targets[ti]
+			dst := out[tg.out]
+			nfl := req.NflOffset
+			absent := nfl[tg.feature]&offsetMask == nfl[tg.feature+1]&offsetMask
+			if tg.pooling == featcfg.FirstN {
+				for i := 0; i < nb; i++ {
+					row := dst[(base+b0+i)*tg.rowSize+tg.off:]
+					var fids []uint64
+					if !absent {
+						fids, _ = entry(req, tg.feature, b0+i)
+					}
+					n := min(len(fids), tg.seqLen)
+					for q, fo := range fids[:n] {
+						b := &bs[fo>>32]
+						a := int(uint32(fo))*b.stride + tg.start
+						copySmall(row[q*tg.posStride:q*tg.posStride+tg.width], b.data[a:a+tg.width])
+					}
+					for q := n; q < tg.seqLen; q++ { // positions without a fid are zero
+						clear(row[q*tg.posStride : q*tg.posStride+tg.width])
+					}
+				}
+				continue
+			}
+			if absent { // the feature has no entries: its slices are zero
+				if !tg.add {
+					for i := 0; i < nb; i++ {
+						clear(dst[(base+b0+i)*tg.rowSize+tg.off:][:tg.width])
+					}
+				}
+				continue
+			}
+			pl := &l.plans[l.planOf[tg.feature]]
+			src0 := pl.off + tg.start - pl.lo
+			rowW := W
+			srcBuf := pooled
+			if nfl[tg.feature]&sharedBit != 0 {
+				rowW, srcBuf = 0, shared // the same pooled values for every row
+			}
+			for i := 0; i < nb; i++ {
+				src := srcBuf[i*rowW+src0 : i*rowW+src0+tg.width]
+				d := dst[(base+b0+i)*tg.rowSize+tg.off:]
+				d = d[:len(src)]
+				if tg.add {
+					vecf32.Add(d, src)
+				} else {
+					copySmall(d, src)
+				}
+			}
+		}
+	}
+}
+
+// checkOutputs checks the number and sizes of output (or output-gradient) tensors.
+func (l *Layouter) checkOutputs(out [][]float32, rows int, what string) error {
+	if len(out) != len(l.sizes) {
+		return errorf("%d %s tensors, the config has %d", len(out), what, len(l.sizes))
+	}
+	for i, o := range out {
+		if len(o) != l.sizes[i]*rows {
+			return errorf("%s %d has %d floats, want %d", what, i, len(o), l.sizes[i]*rows)
+		}
+	}
+	return nil
+}
+
+// Backward computes the embedding gradients from the output gradients grads (shaped like
+// Forward's outputs) into embGrad, which has the embeddings' shape and is overwritten.
+//
+// Features are split across goroutines (no two features share gradient rows). For every
+// entry, the gradients of all the feature's pooled slices are gathered into one row (MEAN
+// terms divided by the entry's fid count), which is then added to each fid's gradient row;
+// FIRSTN slices add position q's gradient to the q-th fid. A fid's gradient receives its
+// rows' contributions in row order; where two slices of one feature overlap, their
+// contributions are summed per row first (the reference sums slice by slice), which can
+// differ in the last bit.
+func (l *Layouter) Backward(reqs []Sharded, grads [][]float32, embGrad Embedding) error {
+	blocks, err := l.blocks(reqs, embGrad)
+	if err != nil {
+		return err
+	}
+	rows, err := l.check(reqs, blocks)
+	if err != nil {
+		return err
+	}
+	if err := l.checkOutputs(grads, rows, "output gradient"); err != nil {
+		return err
+	}
+	// Zero the gradient storage in parallel, then accumulate.
+	var zero [][]float32
+	zero = append(zero, embGrad.Tensors...)
+	if embGrad.Flat != nil {
+		zero = append(zero, embGrad.Flat)
+	}
+	l.run(func(w int) {
+		for _, t := range zero {
+			clear(t[len(t)*w/l.workers : len(t)*(w+1)/l.workers])
+		}
+	})
+	l.partitionFeatures(reqs)
+	l.run(func(w int) {
+		gvec := grow(l.scratch[w], l.width)
+		l.scratch[w] = gvec
+		for n := l.parts[w]; n < l.parts[w+1]; n++ {
+			base := 0
+			for ri := range reqs {
+				l.backwardFeature(n, &reqs[ri], blocks[ri], grads, base, gvec)
+				base += reqs[ri].BatchSize
+			}
+		}
+	})
+	return nil
+}
+
+// backwardFeature adds the gradients of feature n for every row of one request.
+func (l *Layouter) backwardFeature(n int, req *Sharded, bs []block, grads [][]float32, base int, gvec []float32) {
+	targets := l.byFeat[n]
+	if len(targets) == 0 {
+		return
+	}
+	if pi := l.planOf[n]; pi >= 0 {
+		pl := &l.plans[pi]
+		span := pl.hi - pl.lo
+		g := gvec[:span]
+		for r := 0; r < req.BatchSize; r++ {
+			fids, ok := entry(req, n, r)
+			if !ok {
+				return
+			}
+			if len(fids) == 0 {
+				continue
+			}
+			clear(g)
+			nf := float32(len(fids))
+			for _, ti := range targets {
+				tg := &l.targets[ti]
+				src := grads[tg.out][(base+r)*tg.rowSize+tg.off:]
+				src = src[:tg.width]
+				d := g[tg.start-pl.lo : tg.start-pl.lo+tg.width]
+				if pl.mean {
+					vecf32.AddDiv(d, src, nf)
+				} else {
+					vecf32.Add(d, src)
+				}
+			}
+			for _, fo := range fids {
+				b := &bs[fo>>32]
+				a := int(uint32(fo))*b.stride + pl.lo
+				vecf32.Add(b.data[a:a+span], g)
+			}
+		}
+		return
+	}
+	// FIRSTN: position q of every slice goes to the q-th fid.
+	for _, ti := range targets {
+		tg := &l.targets[ti]
+		for r := 0; r < req.BatchSize; r++ {
+			fids, ok := entry(req, n, r)
+			if !ok {
+				return
+			}
+			g := grads[tg.out][(base+r)*tg.rowSize+tg.off:]
+			for q, fo := range fids[:min(len(fids), tg.seqLen)] {
+				b := &bs[fo>>32]
+				a := int(uint32(fo))*b.stride + tg.start
+				vecf32.Add(b.data[a:a+tg.width], g[q*tg.posStride:q*tg.posStride+tg.width])
+			}
+		}
+	}
+}
+
+// partitionFeatures splits the features into contiguous ranges of similar gradient work.
+func (l *Layouter) partitionFeatures(reqs []Sharded) {
+	F := len(l.cfg.Features)
+	l.parts = grow(l.parts, l.workers+1)
+	if l.workers == 1 {
+		l.parts[0], l.parts[1] = 0, F
+		return
+	}
+	l.cost = grow(l.cost, F+1)
+	clear(l.cost)
+	for n := 0; n < F; n++ {
+		width := 0
+		if pi := l.planOf[n]; pi >= 0 {
+			width = l.plans[pi].hi - l.plans[pi].lo
+		}
+		for _, ti := range l.byFeat[n] {
+			width += l.targets[ti].width
+		}
+		for ri := range reqs {
+			r := &reqs[ri]
+			start := int(r.NflOffset[n] & offsetMask)
+			if int(r.NflOffset[n+1]&offsetMask) == start {
+				continue
+			}
+			cnt := 1
+			if r.NflOffset[n]&sharedBit == 0 {
+				cnt = r.BatchSize
+			}
+			fids := int(r.FeatureOffset[start+cnt] - r.FeatureOffset[start])
+			if cnt == 1 {
+				fids *= r.BatchSize // every row's gradient goes to the shared entry's fids
+			}
+			l.cost[n+1] += (fids + r.BatchSize) * width
+		}
+	}
+	for n := 1; n <= F; n++ {
+		l.cost[n] += l.cost[n-1]
+	}
+	total := l.cost[F]
+	f := 0
+	for w := 0; w < l.workers; w++ {
+		l.parts[w] = f
+		target := total * (w + 1) / l.workers
+		for f < F && (l.cost[f+1] <= target || w == l.workers-1) {
+			f++
+		}
+	}
+	l.parts[l.workers] = F
+}
+
+// copySmall copies like copy, without a call for the short runs of floats the kernels move.
+func copySmall(dst, src []float32) {
+	if len(src) >= 8 {
+		copy(dst, src)
+		return
+	}
+	dst = dst[:len(src)]
+	for k := range dst {
+		dst[k] = src[k]
+	}
+}
