@@ -27,28 +27,30 @@ func report(b *testing.B, bytes int64, base float64) {
 func BenchmarkShard(b *testing.B) {
 	for _, mk := range cases {
 		c := mk(1)
-		for _, g := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/v5/g%d", c.Name, g), func(b *testing.B) {
-				s, err := shard.New(c.Cfg, shard.Options{PS: c.PS, Version: 5, Unique: true, Parallel: g})
-				if err != nil {
-					b.Fatal(err)
-				}
-				r, err := s.Shard(c.In)
-				if err != nil {
-					b.Fatal(err)
-				}
-				bytes := kernelbench.ShardBytes(c, r)
-				base := kernelbench.MemcpyMBps(int(bytes / 2))
-				b.SetBytes(bytes)
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := s.Shard(c.In); err != nil {
+		for _, mode := range []string{"unique", "plain"} {
+			for _, g := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/v5/%s/g%d", c.Name, mode, g), func(b *testing.B) {
+					s, err := shard.New(c.Cfg, shard.Options{PS: c.PS, Version: 5, Unique: mode == "unique", Parallel: g})
+					if err != nil {
 						b.Fatal(err)
 					}
-				}
-				b.ReportMetric(float64(len(r.FidOffset))*float64(b.N)/b.Elapsed().Seconds(), "fids/s")
-				report(b, bytes, base)
-			})
+					r, err := s.Shard(c.In)
+					if err != nil {
+						b.Fatal(err)
+					}
+					bytes := kernelbench.ShardBytes(c, r)
+					base := kernelbench.MemcpyMBps(int(bytes / 2))
+					b.SetBytes(bytes)
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := s.Shard(c.In); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(len(r.FidOffset))*float64(b.N)/b.Elapsed().Seconds(), "fids/s")
+					report(b, bytes, base)
+				})
+			}
 		}
 	}
 }
