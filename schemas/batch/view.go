@@ -140,3 +140,29 @@ func Features(s *arrow.Schema) []string {
 	}
 	return out
 }
+
+// RawFids appends to dst the fids of row r of feature column i as the source message held
+// them: v1 values for fid_v1_list cells (rebuilt from the v2 column and its signature
+// companion), v2 values otherwise; nothing for null cells. It returns the extended slice.
+func RawFids(rec arrow.RecordBatch, i, r int, dst []uint64) ([]uint64, error) {
+	f := rec.Schema().Field(i)
+	fr, err := newFeatureReader(f, rec.Column(i))
+	if err != nil {
+		return dst, err
+	}
+	if fr.mixed {
+		idx := rec.Schema().FieldIndices(cellPrefix + f.Name)
+		if len(idx) != 1 {
+			return dst, fmt.Errorf("%w: feature %q has mixed kinds but no cell-kind column", ErrLayout, f.Name)
+		}
+		fr.cells = logicalOf(rec.Column(idx[0]))
+	}
+	if idx := rec.Schema().FieldIndices(v1hiPrefix + f.Name); len(idx) == 1 {
+		fr.hi = logicalOf(rec.Column(idx[0]))
+	}
+	k := fr.kindAt(r)
+	if !k.IsFid() {
+		return dst, nil
+	}
+	return append(dst, fr.fidsAt(r, k)...), nil
+}
