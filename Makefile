@@ -14,7 +14,7 @@ build:
 ## test: lint, unit, golden and integration tests, -race, and a short fuzz pass of every parser.
 test: lint
 	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -race ./io/... ./schemas/... ./kernels/...
+	$(GO) test -count=1 -race ./io/... ./schemas/... ./kernels/... ./transforms/... ./pipelines/... ./runners/...
 	./scripts/fuzz.sh $(FUZZTIME)
 
 ## lint: gofmt, go vet and staticcheck must all be clean.

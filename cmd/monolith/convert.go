@@ -7,29 +7,18 @@ import (
 	"io"
 	"strings"
 
-	"os"
-
 	"github.com/apache/arrow-go/v18/arrow"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/atomicfile"
-	"github.com/monolith-go/monolith/io/avro"
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/dataset"
-	"github.com/monolith-go/monolith/io/jsonl"
 	"github.com/monolith-go/monolith/io/parquet"
 	"github.com/monolith-go/monolith/io/pbstream"
 	"github.com/monolith-go/monolith/io/recordio"
+	"github.com/monolith-go/monolith/io/sink"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
 // sink receives batches and writes them to the output.
-type sink interface {
-	write(rec arrow.RecordBatch) error
-	close() error // commits the output
-	abort()       // removes a partial output
-}
-
 func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("convert", stderr)
 	var in inputFlags
@@ -75,37 +64,38 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("%w: --out-codec: %v", errUsage, err)
 	}
-	ro := recordio.Options{Codec: codec, PB: pbstream.Options{HasSortID: *outSortID, LagrangeX: *outLagrangeX,
-		KafkaDump: *outKafkaDump, KafkaDumpPrefix: *outKafkaPrefix}}
-	var snk sink
-	switch strings.ToLower(*to) {
-	case "tfrecord", "pbstream":
-		ro.Framing = recordio.PBStream
-		if strings.EqualFold(*to, "tfrecord") {
-			ro.Framing = recordio.TFRecord
-		}
-		if snk, err = newProtoSink(*output, ro, typ); err != nil {
+	format, err := sink.ParseFormat(*to)
+	if err != nil {
+		return fmt.Errorf("%w: --to: %v", errUsage, err)
+	}
+	so := sink.Options{Format: format, Type: typ, Mem: opts.Mem,
+		Record: recordio.Options{Codec: codec, PB: pbstream.Options{HasSortID: *outSortID, LagrangeX: *outLagrangeX,
+			KafkaDump: *outKafkaDump, KafkaDumpPrefix: *outKafkaPrefix}}}
+	switch {
+	case typ != 0 && format != sink.TFRecord && format != sink.PBStream:
+		return fmt.Errorf("%w: --out-type applies to tfrecord and pbstream output; %s keeps the batches as they are", errUsage, format)
+	case format == sink.Parquet && *output == recordio.Stdout:
+		return fmt.Errorf("%w: Parquet cannot be written to standard output", errUsage)
+	}
+	if format == sink.Parquet {
+		// Parquet needs the schema of every batch up front: scan the inputs once first.
+		if so.FileSchema, err = scanSchemas(ctx, files, opts); err != nil {
 			return err
 		}
-	case "parquet", "avro", "jsonl":
-		if *outType != "same" {
-			return fmt.Errorf("%w: --out-type applies to tfrecord and pbstream output; %s keeps the batches as they are", errUsage, *to)
-		}
-		if snk, err = newBatchFileSink(ctx, strings.ToLower(*to), *output, files, opts); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("%w: --to %q (want tfrecord, pbstream, parquet, avro or jsonl)", errUsage, *to)
+	}
+	snk, err := sink.Create(*output, so)
+	if err != nil {
+		return err
 	}
 	r, err := dataset.Open(files, opts)
 	if err != nil {
-		snk.abort()
+		_ = snk.Abort()
 		return err
 	}
 	defer r.Close()
 	prog, err := startProgress(ctx, in.progress, stderr, r.Stats)
 	if err != nil {
-		snk.abort()
+		_ = snk.Abort()
 		return err
 	}
 	for {
@@ -114,17 +104,17 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			break
 		}
 		if err == nil {
-			err = snk.write(rec)
+			err = snk.Write(rec)
 			rec.Release()
 		}
 		if err != nil {
 			prog.finish()
-			snk.abort()
+			_ = snk.Abort()
 			return err
 		}
 	}
 	prog.finish()
-	if err := snk.close(); err != nil {
+	if err := snk.Close(); err != nil {
 		return err
 	}
 	st := r.Stats()
@@ -137,164 +127,6 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// protoSink writes messages into a framed file.
-type protoSink struct {
-	w   *recordio.Writer
-	typ batch.Source // 0: the type of each batch's source
-	lx  bool
-}
-
-func newProtoSink(path string, o recordio.Options, typ batch.Source) (*protoSink, error) {
-	w, err := recordio.Create(path, o)
-	if err != nil {
-		return nil, err
-	}
-	return &protoSink{w: w, typ: typ, lx: o.Framing == recordio.PBStream && o.PB.LagrangeX}, nil
-}
-
-func (s *protoSink) write(rec arrow.RecordBatch) error {
-	typ := s.typ
-	if typ == 0 {
-		var err error
-		if typ, err = batch.SourceOf(rec.Schema()); err != nil {
-			return err
-		}
-	}
-	var msgs []proto.Message
-	var keys []uint32
-	switch typ {
-	case batch.SourceExampleBatch:
-		eb, err := batch.ToExampleBatch(rec)
-		if err != nil {
-			return err
-		}
-		msgs, keys = append(msgs, eb), append(keys, eb.GetDataSourceKey())
-	case batch.SourceExample:
-		exs, err := batch.ToExamples(rec)
-		if err != nil {
-			return err
-		}
-		for _, ex := range exs {
-			msgs, keys = append(msgs, ex), append(keys, ex.GetDataSourceKey())
-		}
-	case batch.SourceInstance:
-		ins, err := batch.ToInstances(rec)
-		if err != nil {
-			return err
-		}
-		for _, in := range ins {
-			msgs, keys = append(msgs, in), append(keys, in.GetDataSourceKey())
-		}
-	}
-	// LagrangeX headers carry pb_type 0 for Instances and 1 otherwise (io.md §1.2.2).
-	var pbType uint8
-	if typ != batch.SourceInstance {
-		pbType = 1
-	}
-	opts := proto.MarshalOptions{Deterministic: true}
-	var buf []byte
-	for i, m := range msgs {
-		var err error
-		if buf, err = opts.MarshalAppend(buf[:0], m); err != nil {
-			return fmt.Errorf("convert: marshal: %w", err)
-		}
-		r := recordio.Record{Payload: buf}
-		if s.lx {
-			r.DataSourceKey, r.PBType = keys[i], pbType
-		}
-		if err := s.w.WriteRecord(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *protoSink) close() error { return s.w.Close() }
-func (s *protoSink) abort()       { _ = s.w.Abort() }
-
-// batchWriter is the common shape of the batch file writers.
-type batchWriter interface {
-	Write(rec arrow.RecordBatch) error
-	Close() error
-}
-
-// fileSink writes batches into a Parquet, Avro or JSON-lines file, created atomically
-// (standard output for "-").
-type fileSink struct {
-	w    batchWriter
-	enc  io.WriteCloser // outer compression of JSON lines, or nil
-	file *atomicfile.File
-}
-
-func (s *fileSink) write(rec arrow.RecordBatch) error { return s.w.Write(rec) }
-
-func (s *fileSink) close() error {
-	err := s.w.Close()
-	if s.enc != nil {
-		if cerr := s.enc.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if s.file == nil {
-		return err
-	}
-	if err != nil {
-		return errors.Join(err, s.file.Abort())
-	}
-	return s.file.Commit()
-}
-
-func (s *fileSink) abort() {
-	if s.file != nil {
-		_ = s.file.Abort()
-	}
-}
-
-// newBatchFileSink opens a Parquet, Avro or JSON-lines writer. Parquet needs the schema
-// of every batch up front, so the inputs are scanned once first (batches are discarded).
-// JSON lines are compressed when the output name ends in a compression suffix.
-func newBatchFileSink(ctx context.Context, format, path string, files []string, opts dataset.Options) (sink, error) {
-	var fileSchema *arrow.Schema
-	if format == "parquet" {
-		if path == recordio.Stdout {
-			return nil, fmt.Errorf("%w: Parquet cannot be written to standard output", errUsage)
-		}
-		var err error
-		if fileSchema, err = scanSchemas(ctx, files, opts); err != nil {
-			return nil, err
-		}
-	}
-	s := &fileSink{}
-	var out io.Writer = os.Stdout
-	if path != recordio.Stdout {
-		f, err := atomicfile.Create(path)
-		if err != nil {
-			return nil, fmt.Errorf("convert: %w", err)
-		}
-		s.file, out = f, f
-	}
-	var err error
-	switch format {
-	case "parquet":
-		s.w, err = parquet.NewWriter(out, fileSchema, parquet.WithAllocator(opts.Mem))
-	case "avro":
-		s.w, err = avro.NewWriter(out)
-	case "jsonl":
-		if codec := compress.Detect(path); codec != compress.None {
-			if s.enc, err = compress.NewWriter(out, codec); err != nil {
-				break
-			}
-			out = s.enc
-		}
-		s.w, err = jsonl.NewWriter(out)
-	}
-	if err != nil {
-		s.abort()
-		return nil, fmt.Errorf("convert: %w", err)
-	}
-	return s, nil
-}
 
 // scanSchemas reads the inputs once and returns the Parquet file schema of their batches.
 func scanSchemas(ctx context.Context, files []string, opts dataset.Options) (*arrow.Schema, error) {

@@ -1,6 +1,6 @@
-// Command monolith is the command-line interface of monolith-go: it inspects and converts
-// Monolith training data (and, as later issues land, shards, lays out, validates and
-// trains). Run `monolith help` for the commands.
+// Command monolith is the command-line interface of monolith-go: it inspects, converts and
+// generates Monolith training data, runs the sharding and layout kernels on it, and validates
+// a FeatureConfigs against a data set. Run `monolith help` for the commands.
 package main
 
 import (
@@ -10,9 +10,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/monolith-go/monolith/runners"
 )
 
 func main() {
+	// A portable runner with a DOCKER or PROCESS environment starts this binary as a Beam
+	// worker (--worker); that never returns.
+	runners.MaybeWorker(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -153,4 +154,15 @@ func SmallExampleBatch(rows int) *examplepb.ExampleBatch {
 		eb.NamedFeatureList = []*examplepb.NamedFeatureList{fids, shared, floats, label}
 	}
 	return eb
+}
+
+// ConfigPath returns the absolute path of the committed FeatureConfigs for the fixture,
+// testdata/example_batch.feature_configs.pbtxt.
+func ConfigPath(t testing.TB) string {
+	t.Helper()
+	root, err := fixtures.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "testdata", "example_batch.feature_configs.pbtxt")
 }

@@ -7,7 +7,8 @@
 // a slice naming an unknown feature, slice bounds outside the feature's embedding, ADDN
 // with FIRSTN, unequal widths in STACK or ADDN, NONE layouts whose shape count differs
 // from their slice count, and shapes that disagree with the inferred ones are errors that
-// name the layout and slice. Decision D1 fixes FIRSTN addressing in multi-slice CONCAT and
+// name the layout and slice. Check lists every problem as a structured Problem; New
+// returns the first of them, so the two never disagree. Decision D1 fixes FIRSTN addressing in multi-slice CONCAT and
 // STACK layouts to what their declared shapes imply.
 package featcfg
 
@@ -26,6 +27,47 @@ import (
 
 // ErrConfig is wrapped by every validation error.
 var ErrConfig = errors.New("kernels/featcfg: invalid feature config")
+
+// Code names the kind of a Problem. The values are stable: reports and tests key on them.
+type Code string
+
+// Problem codes. Feature problems: CodeUnknownPooling, CodeSliceDims, CodeNoSliceDims,
+// CodeMaxSeqLen. Layout problems: the rest.
+const (
+	CodeUnknownPooling Code = "unknown-pooling"     // pooling_type is not SUM, MEAN or FIRSTN
+	CodeSliceDims      Code = "slice-dims"          // a slice_dims entry is not positive
+	CodeNoSliceDims    Code = "no-slice-dims"       // the feature has no slice_dims
+	CodeMaxSeqLen      Code = "max-sequence-length" // FIRSTN without a positive length, or a negative length
+	CodeUnknownOutType Code = "unknown-out-type"    // out_type is not CONCAT, STACK, ADDN or NONE
+	CodeNoSlices       Code = "no-slices"           // the layout has no slice_configs
+	CodeUnknownFeature Code = "unknown-feature"     // a slice names a feature that is not configured
+	CodeInvalidFeature Code = "invalid-feature"     // a slice names a feature that has problems of its own
+	CodeSliceBounds    Code = "slice-bounds"        // a slice lies outside its feature's embedding
+	CodeFirstNLength   Code = "firstn-length"       // FIRSTN slices of one CONCAT/STACK output differ in length
+	CodeAddNFirstN     Code = "addn-firstn"         // an ADDN layout pools with FIRSTN
+	CodeMixedFirstN    Code = "mixed-firstn"        // a CONCAT/STACK output mixes FIRSTN and other poolings
+	CodeUnequalWidths  Code = "unequal-widths"      // STACK or ADDN slices of different widths
+	CodeShapeCount     Code = "shape-count"         // the number of shapes does not fit the out type
+	CodeShapeBatch     Code = "shape-batch"         // a shape's dims[0] is neither -1 nor positive
+	CodeShapeMismatch  Code = "shape-mismatch"      // a declared shape differs from the inferred one
+)
+
+// Problem is one validation problem of a FeatureConfigs. It is an error wrapping ErrConfig;
+// its text is ErrConfig's followed by Message.
+type Problem struct {
+	Code    Code   `json:"code"`
+	Feature string `json:"feature,omitempty"` // the feature concerned, if any
+	Table   string `json:"table,omitempty"`   // that feature's table, if known
+	Layout  string `json:"layout,omitempty"`  // the layout (out_configs key), for layout problems
+	Slice   int    `json:"slice"`             // index of the slice config in the layout, or -1
+	Shape   int    `json:"shape"`             // index of the shape in the layout, or -1
+	Message string `json:"message"`           // names the feature or layout (and slice or shape)
+}
+
+func (p Problem) Error() string { return ErrConfig.Error() + ": " + p.Message }
+
+// Unwrap returns ErrConfig.
+func (p Problem) Unwrap() error { return ErrConfig }
 
 // Pooling is how a slice pools the fids of one entry.
 type Pooling int
@@ -163,9 +205,30 @@ func SlotOfName(name string) int {
 	return n
 }
 
-// New preprocesses and validates fc.
+// New preprocesses and validates fc. When fc has problems, New returns the first problem
+// Check reports (a Problem, which wraps ErrConfig): New and Check never disagree.
 func New(fc *examplepb.FeatureConfigs) (*Config, error) {
+	c, probs := build(fc)
+	if len(probs) > 0 {
+		return nil, probs[0]
+	}
+	return c, nil
+}
+
+// Check returns every problem of fc, in a fixed order: features in name order (each
+// feature's problems in the order New would meet them), then layouts in name order. It
+// returns nil exactly when New accepts fc. A slice that names an unknown or invalid feature,
+// or lies outside its feature's embedding, is left out of that layout's width checks, and a
+// layout with any other problem gets no shape comparison (its shape cannot be inferred).
+func Check(fc *examplepb.FeatureConfigs) []Problem {
+	_, probs := build(fc)
+	return probs
+}
+
+// build preprocesses fc, collecting every problem. The Config is nil when there is one.
+func build(fc *examplepb.FeatureConfigs) (*Config, []Problem) {
 	c := &Config{byName: map[string]int{}, tables: map[string]int{}, source: fc}
+	var probs []Problem
 	names := make([]string, 0, len(fc.GetFeatureConfigs()))
 	for name := range fc.GetFeatureConfigs() {
 		names = append(names, name)
@@ -185,31 +248,38 @@ func New(fc *examplepb.FeatureConfigs) (*Config, error) {
 		c.tables[t] = i
 		c.Tables[i].Name = t
 	}
+	invalid := make([]bool, len(names))
 	for i, name := range names {
 		f := fc.GetFeatureConfigs()[name]
 		ft := Feature{Name: name, Index: i, Table: c.tables[f.GetTable()], Pooling: Pooling(f.GetPoolingType()),
 			MaxSeqLen: int(f.GetMaxSequenceLength()), Slot: SlotOfName(name)}
+		n := len(probs)
+		bad := func(code Code, format string, args ...any) {
+			probs = append(probs, Problem{Code: code, Feature: name, Table: f.GetTable(), Slice: -1, Shape: -1,
+				Message: fmt.Sprintf(format, args...)})
+		}
 		switch ft.Pooling {
 		case Sum, Mean, FirstN:
 		default:
-			return nil, fmt.Errorf("%w: feature %q: unknown pooling type %d", ErrConfig, name, f.GetPoolingType())
+			bad(CodeUnknownPooling, "feature %q: unknown pooling type %d", name, f.GetPoolingType())
 		}
 		for j, d := range f.GetSliceDims() {
 			if d <= 0 {
-				return nil, fmt.Errorf("%w: feature %q: slice_dims[%d] = %d must be positive", ErrConfig, name, j, d)
+				bad(CodeSliceDims, "feature %q: slice_dims[%d] = %d must be positive", name, j, d)
+				continue
 			}
 			ft.SliceDims = append(ft.SliceDims, int(d))
 			ft.Dim += int(d)
 		}
-		if ft.Dim == 0 {
-			return nil, fmt.Errorf("%w: feature %q has no slice_dims", ErrConfig, name)
+		if len(f.GetSliceDims()) == 0 {
+			bad(CodeNoSliceDims, "feature %q has no slice_dims", name)
 		}
 		if ft.Pooling == FirstN && ft.MaxSeqLen <= 0 {
-			return nil, fmt.Errorf("%w: feature %q pools with FIRSTN but max_sequence_length is %d", ErrConfig, name, ft.MaxSeqLen)
+			bad(CodeMaxSeqLen, "feature %q pools with FIRSTN but max_sequence_length is %d", name, ft.MaxSeqLen)
+		} else if ft.MaxSeqLen < 0 {
+			bad(CodeMaxSeqLen, "feature %q: max_sequence_length %d is negative", name, ft.MaxSeqLen)
 		}
-		if ft.MaxSeqLen < 0 {
-			return nil, fmt.Errorf("%w: feature %q: max_sequence_length %d is negative", ErrConfig, name, ft.MaxSeqLen)
-		}
+		invalid[i] = len(probs) > n
 		t := &c.Tables[ft.Table]
 		ft.InTable = len(t.Features)
 		t.Features = append(t.Features, i)
@@ -222,76 +292,155 @@ func New(fc *examplepb.FeatureConfigs) (*Config, error) {
 	}
 	slices.Sort(layouts)
 	for _, name := range layouts {
-		l, err := c.layout(name, fc.GetOutConfigs()[name])
-		if err != nil {
-			return nil, err
-		}
+		l, lp := c.layout(name, fc.GetOutConfigs()[name], invalid)
+		probs = append(probs, lp...)
 		c.Layouts = append(c.Layouts, l)
+	}
+	if len(probs) > 0 {
+		return nil, probs
 	}
 	return c, nil
 }
 
-// layout validates one OutConfig and computes its slices and shapes.
-func (c *Config) layout(name string, oc *examplepb.OutConfig) (Layout, error) {
+// layout validates one OutConfig and computes its slices and shapes. invalid flags the
+// features that have problems of their own.
+func (c *Config) layout(name string, oc *examplepb.OutConfig, invalid []bool) (Layout, []Problem) {
 	l := Layout{Name: name, OutType: OutType(oc.GetOutType())}
-	bad := func(format string, args ...any) (Layout, error) {
-		return Layout{}, fmt.Errorf("%w: layout %q: %s", ErrConfig, name, fmt.Sprintf(format, args...))
+	var probs []Problem
+	bad := func(code Code, slice, shape int, feature, format string, args ...any) {
+		p := Problem{Code: code, Layout: name, Feature: feature, Slice: slice, Shape: shape,
+			Message: fmt.Sprintf("layout %q: %s", name, fmt.Sprintf(format, args...))}
+		if fi, ok := c.byName[feature]; ok {
+			p.Table = c.Tables[c.Features[fi].Table].Name
+		}
+		probs = append(probs, p)
 	}
+	typeOK := true
 	switch l.OutType {
 	case Concat, Stack, AddN, None:
 	default:
-		return bad("unknown out_type %d", oc.GetOutType())
+		typeOK = false
+		bad(CodeUnknownOutType, -1, -1, "", "unknown out_type %d", oc.GetOutType())
 	}
 	if len(oc.GetSliceConfigs()) == 0 {
-		return bad("has no slice_configs")
+		bad(CodeNoSlices, -1, -1, "", "has no slice_configs")
+		return l, probs
 	}
 	hasFirstN, hasOther := false, false
+	usable := make([]bool, len(oc.GetSliceConfigs()))
 	for i, sc := range oc.GetSliceConfigs() {
 		fi, ok := c.byName[sc.GetFeatureName()]
 		if !ok {
-			return bad("slice %d names unknown feature %q", i, sc.GetFeatureName())
+			bad(CodeUnknownFeature, i, -1, sc.GetFeatureName(), "slice %d names unknown feature %q", i, sc.GetFeatureName())
+			l.Slices = append(l.Slices, Slice{Feature: -1, Start: int(sc.GetStart()), End: int(sc.GetEnd())})
+			continue
 		}
 		f := &c.Features[fi]
 		s := Slice{Feature: fi, Start: int(sc.GetStart()), End: int(sc.GetEnd()), Pooling: f.Pooling, MaxSeqLen: f.MaxSeqLen}
-		if s.Start < 0 || s.End <= s.Start || s.End > f.Dim {
-			return bad("slice %d of feature %q is [%d, %d), outside its embedding [0, %d)", i, f.Name, s.Start, s.End, f.Dim)
+		l.Slices = append(l.Slices, s)
+		if invalid[fi] {
+			bad(CodeInvalidFeature, i, -1, f.Name, "slice %d names feature %q, which is invalid", i, f.Name)
+			continue
 		}
+		if s.Start < 0 || s.End <= s.Start || s.End > f.Dim {
+			bad(CodeSliceBounds, i, -1, f.Name, "slice %d of feature %q is [%d, %d), outside its embedding [0, %d)", i, f.Name, s.Start, s.End, f.Dim)
+			continue
+		}
+		usable[i] = true
 		off := 0
 		for j, d := range f.SliceDims {
 			if off == s.Start {
-				s.SliceIdx = j
+				l.Slices[i].SliceIdx = j
 				break
 			}
 			off += d
 		}
 		if s.Pooling == FirstN {
 			hasFirstN = true
-			if l.OutType != None && l.FirstN != 0 && l.FirstN != s.MaxSeqLen {
-				return bad("FIRSTN slices with different max_sequence_length (%d and %d) in one %s output", l.FirstN, s.MaxSeqLen, l.OutType)
-			}
-			if l.OutType != None {
+			if typeOK && l.OutType != None && l.FirstN != 0 && l.FirstN != s.MaxSeqLen {
+				bad(CodeFirstNLength, i, -1, f.Name, "FIRSTN slices with different max_sequence_length (%d and %d) in one %s output", l.FirstN, s.MaxSeqLen, l.OutType)
+			} else if l.OutType != None {
 				l.FirstN = s.MaxSeqLen
 			}
 		} else {
 			hasOther = true
 		}
-		l.Slices = append(l.Slices, s)
 	}
 	if l.OutType == AddN && hasFirstN {
-		return bad("ADDN cannot pool with FIRSTN")
+		bad(CodeAddNFirstN, -1, -1, "", "ADDN cannot pool with FIRSTN")
 	}
-	if hasFirstN && hasOther && l.OutType != None {
-		return bad("mixes FIRSTN and non-FIRSTN slices in one %s output", l.OutType)
+	if hasFirstN && hasOther && (l.OutType == Concat || l.OutType == Stack) {
+		bad(CodeMixedFirstN, -1, -1, "", "mixes FIRSTN and non-FIRSTN slices in one %s output", l.OutType)
 	}
-	w0 := l.Slices[0].Width()
-	for i, s := range l.Slices {
-		if (l.OutType == Stack || l.OutType == AddN) && s.Width() != w0 {
-			return bad("%s needs equal slice widths; slice %d is %d wide, slice 0 is %d", l.OutType, i, s.Width(), w0)
+	if l.OutType == Stack || l.OutType == AddN {
+		ref := slices.Index(usable, true)
+		for i, s := range l.Slices {
+			if ref >= 0 && i != ref && usable[i] && s.Width() != l.Slices[ref].Width() {
+				bad(CodeUnequalWidths, i, -1, c.Features[s.Feature].Name, "%s needs equal slice widths; slice %d is %d wide, slice %d is %d",
+					l.OutType, i, s.Width(), ref, l.Slices[ref].Width())
+			}
 		}
 	}
-	// Inferred shapes (dims[0] = -1 for the batch) and per-slice offsets.
+	shapes := oc.GetShape()
+	clean := len(probs) == 0
+	if typeOK && len(shapes) > 0 {
+		want := 1
+		if l.OutType == None {
+			want = len(l.Slices)
+		}
+		if len(shapes) != want {
+			clean = false
+			if l.OutType == None {
+				bad(CodeShapeCount, -1, -1, "", "NONE needs one shape per slice: %d shapes for %d slices", len(shapes), len(l.Slices))
+			} else {
+				bad(CodeShapeCount, -1, -1, "", "%s needs exactly one shape, has %d", l.OutType, len(shapes))
+			}
+		}
+	}
+	// Inferred shapes (dims[0] = -1 for the batch) and per-slice offsets; only for a layout
+	// without other problems.
+	var inferred [][]int
+	if clean {
+		inferred = l.infer()
+	}
+	for i, sh := range shapes {
+		dims := make([]int, len(sh.GetDims()))
+		for j, d := range sh.GetDims() {
+			dims[j] = int(d)
+		}
+		if len(dims) == 0 || dims[0] != -1 && dims[0] <= 0 {
+			bad(CodeShapeBatch, -1, i, "", "shape %d %v: dims[0] must be -1 (the batch) or the batch size", i, dims)
+			continue
+		}
+		if inferred != nil && !slices.Equal(dims[1:], inferred[i][1:]) {
+			bad(CodeShapeMismatch, -1, i, "", "shape %d is %v, the slices imply %v", i, dims, inferred[i])
+			continue
+		}
+		l.Shapes = append(l.Shapes, dims)
+	}
+	if len(probs) > 0 {
+		return l, probs
+	}
+	// Configured shapes agree with the inferred ones; missing shapes are inferred.
+	if len(shapes) == 0 {
+		l.Shapes = inferred
+	}
+	for _, sh := range l.Shapes {
+		n := 1
+		for _, d := range sh[1:] {
+			n *= d
+		}
+		l.RowSize = append(l.RowSize, n)
+	}
+	return l, nil
+}
+
+// infer returns the shapes the slices of a valid layout imply (dims[0] = -1 for the batch)
+// and sets the slices' offsets.
+func (l *Layout) infer() [][]int {
 	var inferred [][]int
 	L := l.FirstN
+	w0 := l.Slices[0].Width()
 	seq := func(dims ...int) []int {
 		if L > 0 {
 			return append([]int{-1, L}, dims...)
@@ -326,40 +475,7 @@ func (c *Config) layout(name string, oc *examplepb.OutConfig) (Layout, error) {
 			}
 		}
 	}
-	// Configured shapes must agree with the inferred ones; missing shapes are inferred.
-	shapes := oc.GetShape()
-	if len(shapes) == 0 {
-		l.Shapes = inferred
-	} else {
-		if len(shapes) != len(inferred) {
-			if l.OutType == None {
-				return bad("NONE needs one shape per slice: %d shapes for %d slices", len(shapes), len(l.Slices))
-			}
-			return bad("%s needs exactly one shape, has %d", l.OutType, len(shapes))
-		}
-		for i, sh := range shapes {
-			dims := make([]int, len(sh.GetDims()))
-			for j, d := range sh.GetDims() {
-				dims[j] = int(d)
-			}
-			if len(dims) == 0 || dims[0] != -1 && dims[0] <= 0 {
-				return bad("shape %d %v: dims[0] must be -1 (the batch) or the batch size", i, dims)
-			}
-			want := inferred[i]
-			if !slices.Equal(dims[1:], want[1:]) {
-				return bad("shape %d is %v, the slices imply %v", i, dims, want)
-			}
-			l.Shapes = append(l.Shapes, dims)
-		}
-	}
-	for _, sh := range l.Shapes {
-		n := 1
-		for _, d := range sh[1:] {
-			n *= d
-		}
-		l.RowSize = append(l.RowSize, n)
-	}
-	return l, nil
+	return inferred
 }
 
 // OutputShape returns the shape of output tensor i of layout l for a batch of b rows.

@@ -119,10 +119,86 @@ func TestErrors(t *testing.T) {
 		{"firstn without length", `feature_configs { key: "x" value { table: "t" pooling_type: FIRSTN slice_dims: 1 } }`, "max_sequence_length"},
 	}
 	for _, tc := range tests {
-		_, err := New(parse(t, features+tc.text))
+		fc := parse(t, features+tc.text)
+		_, err := New(fc)
 		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want ErrConfig containing %q", tc.name, err, tc.want)
 		}
+		if probs := Check(fc); len(probs) == 0 || err == nil || probs[0].Error() != err.Error() {
+			t.Errorf("%s: Check = %v, New = %v", tc.name, probs, err)
+		}
+	}
+}
+
+// TestCheckAll plants one problem of every kind and expects Check to report each of them,
+// with its structured fields, in order; New must return the first.
+func TestCheckAll(t *testing.T) {
+	text := features + `
+feature_configs { key: "p_pool" value { table: "t2" pooling_type: 7 slice_dims: 1 } }
+feature_configs { key: "p_dims" value { table: "t2" slice_dims: 2 slice_dims: 0 } }
+feature_configs { key: "p_nodims" value { table: "t2" } }
+feature_configs { key: "p_seq" value { table: "t2" pooling_type: FIRSTN slice_dims: 1 } }
+out_configs { key: "l01_type" value { out_type: 9 slice_configs { feature_name: "a" start: 0 end: 1 } } }
+out_configs { key: "l02_empty" value { out_type: CONCAT } }
+out_configs { key: "l03_unknown" value { out_type: CONCAT slice_configs { feature_name: "a" start: 0 end: 1 } slice_configs { feature_name: "nope" start: 0 end: 1 } } }
+out_configs { key: "l04_invalid" value { out_type: CONCAT slice_configs { feature_name: "p_dims" start: 0 end: 1 } } }
+out_configs { key: "l05_bounds" value { out_type: CONCAT slice_configs { feature_name: "a" start: 4 end: 6 } slice_configs { feature_name: "b" start: -1 end: 1 } } }
+out_configs { key: "l06_addn" value { out_type: ADDN slice_configs { feature_name: "s" start: 0 end: 2 } } }
+out_configs { key: "l07_widths" value { out_type: STACK slice_configs { feature_name: "nope" start: 0 end: 1 } slice_configs { feature_name: "a" start: 0 end: 1 } slice_configs { feature_name: "b" start: 1 end: 5 } slice_configs { feature_name: "c" start: 0 end: 2 } } }
+out_configs { key: "l08_count" value { out_type: NONE slice_configs { feature_name: "a" start: 0 end: 1 } shape { dims: -1 dims: 1 } shape { dims: -1 dims: 1 } } }
+out_configs { key: "l09_shape" value { out_type: NONE slice_configs { feature_name: "a" start: 0 end: 1 } slice_configs { feature_name: "c" start: 0 end: 2 } shape { dims: -1 dims: 2 } shape { dims: 0 dims: 2 } } }
+out_configs { key: "l10_mixed" value { out_type: CONCAT slice_configs { feature_name: "s" start: 0 end: 2 } slice_configs { feature_name: "a" start: 0 end: 2 } } }
+out_configs { key: "l11_ok" value { out_type: CONCAT slice_configs { feature_name: "a" start: 0 end: 2 } shape { dims: -1 dims: 2 } } }
+`
+	type want struct {
+		code          Code
+		feature       string
+		table, layout string
+		slice, shape  int
+		text          string
+	}
+	wants := []want{
+		{CodeSliceDims, "p_dims", "t2", "", -1, -1, `feature "p_dims": slice_dims[1] = 0 must be positive`},
+		{CodeNoSliceDims, "p_nodims", "t2", "", -1, -1, `feature "p_nodims" has no slice_dims`},
+		{CodeUnknownPooling, "p_pool", "t2", "", -1, -1, `feature "p_pool": unknown pooling type 7`},
+		{CodeMaxSeqLen, "p_seq", "t2", "", -1, -1, `feature "p_seq" pools with FIRSTN but max_sequence_length is 0`},
+		{CodeUnknownOutType, "", "", "l01_type", -1, -1, `layout "l01_type": unknown out_type 9`},
+		{CodeNoSlices, "", "", "l02_empty", -1, -1, `layout "l02_empty": has no slice_configs`},
+		{CodeUnknownFeature, "nope", "", "l03_unknown", 1, -1, `layout "l03_unknown": slice 1 names unknown feature "nope"`},
+		{CodeInvalidFeature, "p_dims", "t2", "l04_invalid", 0, -1, `layout "l04_invalid": slice 0 names feature "p_dims", which is invalid`},
+		{CodeSliceBounds, "a", "t1", "l05_bounds", 0, -1, `layout "l05_bounds": slice 0 of feature "a" is [4, 6), outside its embedding [0, 5)`},
+		{CodeSliceBounds, "b", "t1", "l05_bounds", 1, -1, `layout "l05_bounds": slice 1 of feature "b" is [-1, 1), outside its embedding [0, 5)`},
+		{CodeAddNFirstN, "", "", "l06_addn", -1, -1, `layout "l06_addn": ADDN cannot pool with FIRSTN`},
+		{CodeUnknownFeature, "nope", "", "l07_widths", 0, -1, `layout "l07_widths": slice 0 names unknown feature "nope"`},
+		{CodeUnequalWidths, "b", "t1", "l07_widths", 2, -1, `layout "l07_widths": STACK needs equal slice widths; slice 2 is 4 wide, slice 1 is 1`},
+		{CodeUnequalWidths, "c", "t0", "l07_widths", 3, -1, `layout "l07_widths": STACK needs equal slice widths; slice 3 is 2 wide, slice 1 is 1`},
+		{CodeShapeCount, "", "", "l08_count", -1, -1, `layout "l08_count": NONE needs one shape per slice: 2 shapes for 1 slices`},
+		{CodeShapeMismatch, "", "", "l09_shape", -1, 0, `layout "l09_shape": shape 0 is [-1 2], the slices imply [-1 1]`},
+		{CodeShapeBatch, "", "", "l09_shape", -1, 1, `layout "l09_shape": shape 1 [0 2]: dims[0] must be -1 (the batch) or the batch size`},
+		{CodeMixedFirstN, "", "", "l10_mixed", -1, -1, `layout "l10_mixed": mixes FIRSTN and non-FIRSTN slices in one CONCAT output`},
+	}
+	fc := parse(t, text)
+	probs := Check(fc)
+	for i := range max(len(probs), len(wants)) {
+		if i >= len(probs) || i >= len(wants) {
+			t.Errorf("problem %d: got %d problems, want %d: %v", i, len(probs), len(wants), probs)
+			break
+		}
+		p, w := probs[i], wants[i]
+		if p.Code != w.code || p.Feature != w.feature || p.Table != w.table || p.Layout != w.layout || p.Slice != w.slice || p.Shape != w.shape || p.Message != w.text {
+			t.Errorf("problem %d = %+v\nwant %+v", i, p, w)
+		}
+		if !errors.Is(p, ErrConfig) || p.Error() != ErrConfig.Error()+": "+w.text {
+			t.Errorf("problem %d: Error() = %q", i, p.Error())
+		}
+	}
+	_, err := New(fc)
+	var first Problem
+	if !errors.As(err, &first) || len(probs) == 0 || first != probs[0] {
+		t.Errorf("New = %v, want the first problem %v", err, probs[0])
+	}
+	if Check(parse(t, features)) != nil {
+		t.Error("Check reports problems on a valid config")
 	}
 }
 
@@ -155,6 +231,15 @@ func FuzzConfig(f *testing.F) {
 			return
 		}
 		c, err := New(fc)
+		probs := Check(fc)
+		if (err == nil) != (len(probs) == 0) || err != nil && err.Error() != probs[0].Error() {
+			t.Fatalf("New = %v, Check = %v", err, probs)
+		}
+		for _, p := range probs {
+			if p.Code == "" || p.Message == "" || p.Layout == "" && (p.Slice >= 0 || p.Shape >= 0) {
+				t.Fatalf("incomplete problem %+v", p)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrConfig) {
 				t.Fatalf("error without ErrConfig: %v", err)

@@ -5,6 +5,10 @@
 package featstats
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/monolith-go/monolith/schemas/batch"
@@ -40,8 +44,19 @@ func Bucket(n int) int {
 // Add accumulates one sparse column view.
 func (f *Feature) Add(s batch.Sparse) {
 	f.Rows += int64(s.Rows)
-	f.Fids += int64(len(s.Values))
-	for _, v := range s.Values {
+	if len(s.Offsets) == 0 {
+		f.Hist[0] += int64(s.Rows)
+		return
+	}
+	// Offsets are absolute positions in Values, which may hold more than this view's rows
+	// when the record is a slice of a larger one.
+	n := 1
+	if !s.Shared {
+		n = s.Rows
+	}
+	vals := s.Values[s.Offsets[0]:s.Offsets[n]]
+	f.Fids += int64(len(vals))
+	for _, v := range vals {
 		slot := (v >> 48) & 0x7FFF
 		f.slots[slot>>6] |= 1 << (slot & 63)
 	}
@@ -95,4 +110,101 @@ func (f *Feature) Slots() []int {
 		}
 	}
 	return out
+}
+
+// AppendBinary appends a compact encoding of f (counters as uvarints, the slot set as its
+// non-zero words) to b.
+func (f *Feature) AppendBinary(b []byte) ([]byte, error) {
+	for _, v := range []int64{f.Rows, f.Fids, f.RowsWithFids} {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	if f.Shared {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	for _, v := range f.Hist {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	n := 0
+	for _, w := range f.slots {
+		if w != 0 {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i, w := range f.slots {
+		if w != 0 {
+			b = binary.AppendUvarint(b, uint64(i))
+			b = binary.LittleEndian.AppendUint64(b, w)
+		}
+	}
+	return b, nil
+}
+
+// MarshalBinary encodes f.
+func (f *Feature) MarshalBinary() ([]byte, error) { return f.AppendBinary(nil) }
+
+// ErrCorrupt is returned for an encoding that does not decode.
+var ErrCorrupt = errors.New("kernels/featstats: corrupt encoding")
+
+// Decode decodes one encoded Feature from the front of b and returns the rest of b.
+func (f *Feature) Decode(b []byte) ([]byte, error) {
+	*f = Feature{}
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	fail := func(what string) ([]byte, error) {
+		*f = Feature{}
+		return nil, fmt.Errorf("%w: %s", ErrCorrupt, what)
+	}
+	for _, p := range []*int64{&f.Rows, &f.Fids, &f.RowsWithFids} {
+		v, ok := next()
+		if !ok || v > math.MaxInt64 {
+			return fail("counter")
+		}
+		*p = int64(v)
+	}
+	if len(b) == 0 || b[0] > 1 {
+		return fail("shared flag")
+	}
+	f.Shared, b = b[0] == 1, b[1:]
+	for i := range f.Hist {
+		v, ok := next()
+		if !ok || v > math.MaxInt64 {
+			return fail("histogram")
+		}
+		f.Hist[i] = int64(v)
+	}
+	n, ok := next()
+	if !ok || n > uint64(len(f.slots)) {
+		return fail("slot words")
+	}
+	for range n {
+		i, ok := next()
+		if !ok || i >= uint64(len(f.slots)) || len(b) < 8 {
+			return fail("slot word")
+		}
+		f.slots[i] = binary.LittleEndian.Uint64(b)
+		b = b[8:]
+	}
+	return b, nil
+}
+
+// UnmarshalBinary decodes an encoding made by MarshalBinary.
+func (f *Feature) UnmarshalBinary(b []byte) error {
+	rest, err := f.Decode(b)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		*f = Feature{}
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(rest))
+	}
+	return nil
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/monolith-go/monolith/internal/batchtest"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
@@ -90,4 +93,104 @@ func BenchmarkAdd(b *testing.B) {
 	for b.Loop() {
 		f.Add(s)
 	}
+}
+
+// TestSlicedRecord: statistics of a zero-copy slice of a batch equal those of a copy of
+// the same rows (the views of a slice share the parent's value arrays).
+func TestSlicedRecord(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	rec := batchtest.FixtureRecord(t, mem)
+	defer rec.Release()
+	n := rec.NumRows()
+	rows := make([]int, 0, n)
+	for r := n / 2; r < n; r++ {
+		rows = append(rows, int(r))
+	}
+	sl := rec.NewSlice(n/2, n)
+	defer sl.Release()
+	cp, err := batch.Take(mem, rec, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Release()
+	checked := 0
+	for i, f := range rec.Schema().Fields() {
+		if !batch.IsFeature(f) {
+			continue
+		}
+		a, errA := batch.SparseAt(sl, i)
+		b, errB := batch.SparseAt(cp, i)
+		if errA != nil || errB != nil {
+			continue // not a fid column
+		}
+		var fa, fb Feature
+		fa.Add(a)
+		fb.Add(b)
+		if !reflect.DeepEqual(fa, fb) {
+			t.Errorf("feature %q: slice stats %+v, copy stats %+v", f.Name, fa, fb)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no fid column checked")
+	}
+}
+
+func TestBinaryRoundTrip(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	rec := batchtest.FixtureRecord(t, mem)
+	defer rec.Release()
+	var all Feature
+	for i, f := range rec.Schema().Fields() {
+		if !batch.IsFeature(f) {
+			continue
+		}
+		if sp, err := batch.SparseAt(rec, i); err == nil {
+			all.Add(sp)
+		}
+	}
+	if len(all.Slots()) < 2 {
+		t.Fatalf("fixture gives %d slots", len(all.Slots()))
+	}
+	for _, f := range []Feature{{}, all} {
+		b, err := f.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Feature
+		if err := got.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, f) {
+			t.Fatalf("round trip: got %+v, want %+v", got, f)
+		}
+		for n := 0; n < len(b); n++ {
+			if err := got.UnmarshalBinary(b[:n]); err == nil {
+				t.Fatalf("a %d-byte prefix decoded", n)
+			}
+		}
+	}
+}
+
+func FuzzUnmarshalBinary(f *testing.F) {
+	var x Feature
+	x.AddRows(3)
+	b, _ := x.MarshalBinary()
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got Feature
+		if err := got.UnmarshalBinary(b); err != nil {
+			return
+		}
+		again, err := got.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Feature
+		if err := back.UnmarshalBinary(again); err != nil || !reflect.DeepEqual(back, got) {
+			t.Fatalf("re-encoding differs: %v", err)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/kernels/parse"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
@@ -24,8 +25,17 @@ import (
 //     entry. D5: a slot feature whose name also names an Instance feature is an error.
 //
 // A configured feature whose column holds values other than fids is an error naming it.
+//
+// rec may also be the output of kernels/parse (Monolith's non-fused path, where the
+// parser has already expanded every feature to one fid list per row): each configured
+// feature then reads the sparse column of its name, one entry per row, and a feature the
+// parser did not output gives empty entries.
+//
 // in stays valid while rec is.
 func (in *Input) FromBatch(rec arrow.RecordBatch, cfg *featcfg.Config) error {
+	if _, parsed := rec.Schema().Metadata().GetValue(parse.MetaSource); parsed {
+		return in.fromParsed(rec, cfg)
+	}
 	src, err := batch.SourceOf(rec.Schema())
 	if err != nil {
 		return err
@@ -111,5 +121,39 @@ func (in *Input) flattenSequence(f int, col arrow.Array, rows int) error {
 	}
 	in.scratch[f] = off
 	in.Features[f] = FeatureInput{Offsets: off, Values: vals.Uint64Values()}
+	return nil
+}
+
+// fromParsed maps the sparse columns of a kernels/parse output.
+func (in *Input) fromParsed(rec arrow.RecordBatch, cfg *featcfg.Config) error {
+	rows := int(rec.NumRows())
+	in.Rows = rows
+	if cap(in.Features) < len(cfg.Features) {
+		in.Features = make([]FeatureInput, len(cfg.Features))
+	}
+	in.Features = in.Features[:len(cfg.Features)]
+	s := rec.Schema()
+	for f := range cfg.Features {
+		name := cfg.Features[f].Name
+		fi := &in.Features[f]
+		*fi = FeatureInput{}
+		idx := s.FieldIndices(name)
+		if len(idx) == 0 {
+			continue
+		}
+		if role, _ := s.Field(idx[0]).Metadata.GetValue(parse.MetaRole); role != "sparse" {
+			return fmt.Errorf("kernels/shard: feature %q: parsed column is %q, not sparse", name, role)
+		}
+		col, ok := rec.Column(idx[0]).(*array.List)
+		if !ok {
+			return fmt.Errorf("kernels/shard: feature %q: parsed column has type %s", name, rec.Column(idx[0]).DataType())
+		}
+		vals, ok := col.ListValues().(*array.Uint64)
+		if !ok || col.NullN() > 0 {
+			return fmt.Errorf("kernels/shard: feature %q: parsed column must be non-null list<uint64>", name)
+		}
+		fi.Offsets = col.Offsets()[col.Offset() : col.Offset()+rows+1]
+		fi.Values = vals.Uint64Values()
+	}
 	return nil
 }

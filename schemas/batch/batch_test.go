@@ -731,6 +731,24 @@ func TestRowsRoundTrip(t *testing.T) {
 		"examples":     func() (arrow.RecordBatch, error) { return FromExamples(mem, protogen.Examples(rng, 6)) },
 		"instances":    func() (arrow.RecordBatch, error) { return FromInstances(mem, protogen.Instances(rng, 6)) },
 		"nan":          func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, nanEB) },
+		// Rows 0..19 of the fixture leave some typed feature columns (and their v1hi
+		// companions) all null: the row form must still rebuild them.
+		"fixture slice": func() (arrow.RecordBatch, error) {
+			full, err := FromExampleBatch(mem, fixtureBatch(t))
+			if err != nil {
+				return nil, err
+			}
+			defer full.Release()
+			return full.NewSlice(0, 20), nil
+		},
+		"fixture take": func() (arrow.RecordBatch, error) {
+			full, err := FromExampleBatch(mem, fixtureBatch(t))
+			if err != nil {
+				return nil, err
+			}
+			defer full.Release()
+			return Take(mem, full, []int{3, 1, 4, 1, 5, 9, 2, 6})
+		},
 		"empty": func() (arrow.RecordBatch, error) {
 			return FromExampleBatch(mem, &examplepb.ExampleBatch{DataSourceKey: 3})
 		},

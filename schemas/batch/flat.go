@@ -232,6 +232,11 @@ func Conform(mem memory.Allocator, flat arrow.RecordBatch, target *arrow.Schema)
 	}
 	for _, f := range target.Fields() {
 		idx := flat.Schema().FieldIndices(f.Name)
+		if len(idx) == 0 && RoleOf(f) == RoleV1Hi && allNull(flat, strings.TrimPrefix(f.Name, v1hiPrefix)) {
+			// The row form keeps no v1 signature bits for a feature without values.
+			cols = append(cols, array.MakeArrayOfNull(mem, FlatType(f.Type), n))
+			continue
+		}
 		if len(idx) != 1 {
 			return fail(fmt.Errorf("%w: column %q: found %d times in the flat rows", ErrLayout, f.Name, len(idx)))
 		}
@@ -248,6 +253,10 @@ func Conform(mem memory.Allocator, flat arrow.RecordBatch, target *arrow.Schema)
 				return fail(fmt.Errorf("%w: column %q should be all null", ErrLayout, f.Name))
 			}
 			col = array.NewNull(n)
+		case col.DataType().ID() == arrow.NULL && !arrow.TypeEqual(col.DataType(), want):
+			// The flat form of an all-null typed column (a slice or a Take of a batch can
+			// leave one) has no values to give it a type: the batch schema does.
+			col = array.MakeArrayOfNull(mem, want, n)
 		case !arrow.TypeEqual(col.DataType(), want):
 			return fail(fmt.Errorf("%w: column %q has type %s, the batch schema says %s", ErrLayout, f.Name, col.DataType(), want))
 		default:
@@ -346,4 +355,15 @@ func Widen(mem memory.Allocator, flat arrow.RecordBatch, file *arrow.Schema) (ar
 	rec := array.NewRecordBatch(file, cols, int64(n))
 	releaseAll(cols)
 	return rec, nil
+}
+
+// allNull reports whether the flat rows hold column name with only null cells (or not at
+// all).
+func allNull(flat arrow.RecordBatch, name string) bool {
+	idx := flat.Schema().FieldIndices(name)
+	if len(idx) == 0 {
+		return true
+	}
+	col := flat.Column(idx[0])
+	return col.NullN() == col.Len()
 }

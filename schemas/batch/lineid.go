@@ -12,20 +12,20 @@ import (
 
 // LineId field numbers (io.md §2.4). Frozen: they are Monolith's wire numbers.
 const (
-	lidUID               = 2
-	lidReqTime           = 3
-	lidItemID            = 4
-	lidActions           = 6
-	lidChnid             = 19
-	lidPreActions        = 23
-	lidSampleRate        = 27
-	lidSpecialStrategies = 39
-	lidDeviceType        = 41
-	lidCid               = 48
-	lidUserID            = 49
-	lidIsDraw            = 87
-	lidRank              = 145
-	lidDataSourceName    = 235
+	LineIDNumUID               = 2
+	LineIDNumReqTime           = 3
+	LineIDNumItemID            = 4
+	LineIDNumActions           = 6
+	LineIDNumChnid             = 19
+	LineIDNumPreActions        = 23
+	LineIDNumSampleRate        = 27
+	LineIDNumSpecialStrategies = 39
+	LineIDNumDeviceType        = 41
+	LineIDNumCid               = 48
+	LineIDNumUserID            = 49
+	LineIDNumIsDraw            = 87
+	LineIDNumRank              = 145
+	LineIDNumDataSourceName    = 235
 )
 
 // LineIDField describes one decoded LineId column: "__line_id__.<Name>".
@@ -39,20 +39,20 @@ type LineIDField struct {
 // column order. These are the fields the filters and label ops of io.md §3 read. Absent
 // fields hold the proto default (sample_rate reads 1.0), as Monolith's parsers see them.
 var LineIDFields = []LineIDField{
-	{"uid", lidUID, arrow.PrimitiveTypes.Uint64},
-	{"req_time", lidReqTime, arrow.PrimitiveTypes.Int64},
-	{"item_id", lidItemID, arrow.PrimitiveTypes.Uint64},
-	{"actions", lidActions, arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{"chnid", lidChnid, arrow.PrimitiveTypes.Int64},
-	{"pre_actions", lidPreActions, arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{"sample_rate", lidSampleRate, arrow.PrimitiveTypes.Float32},
-	{"special_strategies", lidSpecialStrategies, arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{"device_type", lidDeviceType, arrow.BinaryTypes.String},
-	{"cid", lidCid, arrow.BinaryTypes.String},
-	{"user_id", lidUserID, arrow.BinaryTypes.String},
-	{"is_draw", lidIsDraw, arrow.FixedWidthTypes.Boolean},
-	{"rank", lidRank, arrow.PrimitiveTypes.Int32},
-	{"data_source_name", lidDataSourceName, arrow.BinaryTypes.String},
+	{"uid", LineIDNumUID, arrow.PrimitiveTypes.Uint64},
+	{"req_time", LineIDNumReqTime, arrow.PrimitiveTypes.Int64},
+	{"item_id", LineIDNumItemID, arrow.PrimitiveTypes.Uint64},
+	{"actions", LineIDNumActions, arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{"chnid", LineIDNumChnid, arrow.PrimitiveTypes.Int64},
+	{"pre_actions", LineIDNumPreActions, arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{"sample_rate", LineIDNumSampleRate, arrow.PrimitiveTypes.Float32},
+	{"special_strategies", LineIDNumSpecialStrategies, arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+	{"device_type", LineIDNumDeviceType, arrow.BinaryTypes.String},
+	{"cid", LineIDNumCid, arrow.BinaryTypes.String},
+	{"user_id", LineIDNumUserID, arrow.BinaryTypes.String},
+	{"is_draw", LineIDNumIsDraw, arrow.FixedWidthTypes.Boolean},
+	{"rank", LineIDNumRank, arrow.PrimitiveTypes.Int32},
+	{"data_source_name", LineIDNumDataSourceName, arrow.BinaryTypes.String},
 }
 
 // LineIDColumn returns the column name of a decoded LineId field, e.g. "__line_id__.req_time".
@@ -89,51 +89,51 @@ func (s *lineIDScan) scan(b []byte) error {
 		}
 		b = b[n:]
 		switch {
-		case num == lidUID && typ == protowire.Fixed64Type:
+		case num == LineIDNumUID && typ == protowire.Fixed64Type:
 			s.uid, n = protowire.ConsumeFixed64(b)
-		case num == lidItemID && typ == protowire.Fixed64Type:
+		case num == LineIDNumItemID && typ == protowire.Fixed64Type:
 			s.itemID, n = protowire.ConsumeFixed64(b)
-		case num == lidReqTime && typ == protowire.VarintType:
+		case num == LineIDNumReqTime && typ == protowire.VarintType:
 			var v uint64
 			v, n = protowire.ConsumeVarint(b)
 			s.reqTime = int64(v)
-		case num == lidChnid && typ == protowire.VarintType:
+		case num == LineIDNumChnid && typ == protowire.VarintType:
 			var v uint64
 			v, n = protowire.ConsumeVarint(b)
 			s.chnid = int64(v)
-		case num == lidRank && typ == protowire.VarintType:
+		case num == LineIDNumRank && typ == protowire.VarintType:
 			var v uint64
 			v, n = protowire.ConsumeVarint(b)
 			s.rank = int32(v)
-		case num == lidIsDraw && typ == protowire.VarintType:
+		case num == LineIDNumIsDraw && typ == protowire.VarintType:
 			var v uint64
 			v, n = protowire.ConsumeVarint(b)
 			s.isDraw = v != 0
-		case num == lidSampleRate && typ == protowire.Fixed32Type:
+		case num == LineIDNumSampleRate && typ == protowire.Fixed32Type:
 			var v uint32
 			v, n = protowire.ConsumeFixed32(b)
 			s.sampleRate = math.Float32frombits(v)
-		case (num == lidDeviceType || num == lidCid || num == lidUserID || num == lidDataSourceName) && typ == protowire.BytesType:
+		case (num == LineIDNumDeviceType || num == LineIDNumCid || num == LineIDNumUserID || num == LineIDNumDataSourceName) && typ == protowire.BytesType:
 			var v []byte
 			v, n = protowire.ConsumeBytes(b)
 			switch num {
-			case lidDeviceType:
+			case LineIDNumDeviceType:
 				s.deviceType = v
-			case lidCid:
+			case LineIDNumCid:
 				s.cid = v
-			case lidUserID:
+			case LineIDNumUserID:
 				s.userID = v
 			default:
 				s.dataSourceNam = v
 			}
-		case num == lidActions || num == lidPreActions || num == lidSpecialStrategies:
+		case num == LineIDNumActions || num == LineIDNumPreActions || num == LineIDNumSpecialStrategies:
 			dst := &s.actions
-			if num == lidPreActions {
+			if num == LineIDNumPreActions {
 				dst = &s.preActions
-			} else if num == lidSpecialStrategies {
+			} else if num == LineIDNumSpecialStrategies {
 				dst = &s.strategies
 			}
-			n = consumeInt32s(b, typ, dst)
+			n = ConsumeInt32s(b, typ, dst)
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, b)
 		}
@@ -145,8 +145,8 @@ func (s *lineIDScan) scan(b []byte) error {
 	return nil
 }
 
-// consumeInt32s appends one packed or unpacked repeated int32 field value to dst.
-func consumeInt32s(b []byte, typ protowire.Type, dst *[]int32) int {
+// ConsumeInt32s appends one packed or unpacked repeated int32 field value to dst.
+func ConsumeInt32s(b []byte, typ protowire.Type, dst *[]int32) int {
 	switch typ {
 	case protowire.VarintType:
 		v, n := protowire.ConsumeVarint(b)

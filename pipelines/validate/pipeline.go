@@ -1,0 +1,258 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/io/beamio"
+	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/schemas/examplepb"
+	_ "github.com/monolith-go/monolith/transforms/element" // the arrow.RecordBatch coder
+)
+
+func init() {
+	register.DoFn4x1[context.Context, beam.EventTime, arrow.RecordBatch, func(beam.EventTime, []byte), error](&accumulateFn{})
+	register.Emitter2[beam.EventTime, []byte]()
+	register.Emitter1[[]byte]()
+	register.Function2x2(mergeStates)
+	register.DoFn2x1[context.Context, []byte, error](&writeStateFn{})
+}
+
+// stateFile is where the pipeline leaves the merged accumulator for the driver; Run
+// removes it once the reports are written.
+const stateFile = ".validate.state"
+
+// The rows counter: Run checks that the merged state holds every row the workers read.
+const (
+	counterNamespace = "monolith.validate"
+	counterRows      = "rows"
+)
+
+// progressEvery is the interval of the progress line on long inputs.
+const progressEvery = 5 * time.Second
+
+// Job is one validation run.
+type Job struct {
+	Inputs         Inputs                    // --input and the config paths, as reported
+	FeatureConfigs *examplepb.FeatureConfigs // the parsed --feature-configs
+	Options        Options
+	Read           beamio.ReadConfig
+	OutDir         string // the three reports go here (see Files)
+	// Progress receives the final rows/s line; when set, every worker also prints a
+	// progress line to its stderr every few seconds on long inputs.
+	Progress io.Writer
+}
+
+// Pipeline builds the data-check pipeline of j: read every input file (files are split
+// across workers), add each batch to a per-bundle Accumulator, merge the bundles'
+// accumulators (small, per-feature counters: no batch is shuffled) and write the merged
+// state to j.OutDir for the driver. It also returns the empty accumulator the run starts
+// from.
+func Pipeline(j Job) (*beam.Pipeline, error) {
+	acc, err := NewAccumulator(j.FeatureConfigs, j.Options)
+	if err != nil {
+		return nil, err
+	}
+	empty, err := acc.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	p, s := beam.NewPipelineWithRoot()
+	s = s.Scope("validate")
+	recs := beamio.Read(s, j.Inputs.Pattern, beamio.WithConfig(j.Read))
+	states := beam.ParDo(s, &accumulateFn{Empty: empty, Progress: j.Progress != nil}, recs)
+	merged := beam.Combine(s, mergeStates, states)
+	beam.ParDo0(s, &writeStateFn{Path: filepath.Join(j.OutDir, stateFile)}, merged)
+	return p, nil
+}
+
+// Run validates j on the engine ro selects: the static checks here, the data checks as a
+// Beam pipeline. It writes the three reports and returns the report; Report.Failed says
+// whether the run failed. Errors are for runs that could not validate (unreadable or
+// corrupt input, a failed pipeline), not for failed checks.
+func Run(ctx context.Context, j Job, ro runners.Options) (*Report, error) {
+	files, err := beamio.Files(ctx, j.Inputs.Pattern)
+	if err != nil {
+		return nil, fmt.Errorf("validate: --input %s: %w", j.Inputs.Pattern, err)
+	}
+	j.Inputs.Files = files
+	if err := os.MkdirAll(j.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	state := filepath.Join(j.OutDir, stateFile)
+	_ = os.Remove(state)
+	p, err := Pipeline(j)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := runners.Run(ctx, p, ro)
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	acc := &Accumulator{}
+	switch b, err := os.ReadFile(state); {
+	case errors.Is(err, os.ErrNotExist):
+		// No bundle saw a batch: the input holds no rows.
+		if acc, err = NewAccumulator(j.FeatureConfigs, j.Options); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("validate: %w", err)
+	default:
+		_ = os.Remove(state)
+		if err := acc.UnmarshalBinary(b); err != nil {
+			return nil, fmt.Errorf("validate: %s: %w", state, err)
+		}
+	}
+	read, ok := rowsRead(res)
+	if ok && read != acc.Rows() {
+		return nil, fmt.Errorf("validate: the workers read %d rows but the merged result holds %d: the runner lost data", read, acc.Rows())
+	}
+	if j.Progress != nil {
+		el := time.Since(start)
+		fmt.Fprintf(j.Progress, "validate: %d rows in %d batches, %s, %.0f rows/s\n", acc.Rows(), acc.Batches(), el.Round(time.Millisecond), float64(acc.Rows())/el.Seconds())
+	}
+	rep, err := Build(j.Inputs, j.FeatureConfigs, j.Options, acc)
+	if err != nil {
+		return nil, err
+	}
+	return rep, WriteReports(rep, j.OutDir)
+}
+
+// rowsRead returns the rows counter of a finished run, when the runner reports metrics.
+func rowsRead(res beam.PipelineResult) (int64, bool) {
+	if res == nil {
+		return 0, false
+	}
+	q := res.Metrics().Query(func(r metrics.SingleResult) bool {
+		return r.Namespace() == counterNamespace && r.Name() == counterRows
+	})
+	cs := q.Counters()
+	if len(cs) == 0 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range cs {
+		n += c.Result()
+	}
+	return n, true
+}
+
+// WriteReports writes the JSON, text and HTML reports of rep into dir (see Files), each
+// atomically.
+func WriteReports(rep *Report, dir string) error {
+	jp, tp, hp := Files(dir)
+	for _, f := range []struct {
+		path  string
+		write func(io.Writer) error
+	}{{jp, rep.WriteJSON}, {tp, rep.WriteText}, {hp, rep.WriteHTML}} {
+		out, err := atomicfile.Create(f.path)
+		if err != nil {
+			return fmt.Errorf("validate: %w", err)
+		}
+		if err := f.write(out); err != nil {
+			_ = out.Abort()
+			return fmt.Errorf("validate: %s: %w", f.path, err)
+		}
+		if err := out.Commit(); err != nil {
+			return fmt.Errorf("validate: %w", err)
+		}
+	}
+	return nil
+}
+
+// accumulateFn adds the batches of a bundle to one Accumulator and emits its state at the
+// end of the bundle.
+type accumulateFn struct {
+	Empty    []byte // MarshalBinary of the run's empty accumulator (it carries the config)
+	Progress bool
+
+	acc *Accumulator
+	ts  beam.EventTime // of the bundle's last batch; the state is emitted with it
+
+	rowsSeen beam.Counter
+	rows     int64
+	start    time.Time
+	last     time.Time
+}
+
+func (f *accumulateFn) Setup() {
+	f.start, f.last = time.Now(), time.Now()
+	f.rowsSeen = beam.NewCounter(counterNamespace, counterRows)
+}
+
+func (f *accumulateFn) StartBundle(context.Context, func(beam.EventTime, []byte)) error {
+	f.acc = &Accumulator{}
+	return f.acc.UnmarshalBinary(f.Empty)
+}
+
+func (f *accumulateFn) ProcessElement(ctx context.Context, ts beam.EventTime, rec arrow.RecordBatch, _ func(beam.EventTime, []byte)) error {
+	f.ts = ts
+	f.rowsSeen.Inc(ctx, rec.NumRows())
+	if err := f.acc.Add(rec); err != nil {
+		return err
+	}
+	f.rows += rec.NumRows()
+	if f.Progress && time.Since(f.last) >= progressEvery {
+		f.last = time.Now()
+		el := f.last.Sub(f.start).Seconds()
+		fmt.Fprintf(os.Stderr, "validate: worker %p: %d rows, %.0f rows/s\n", f, f.rows, float64(f.rows)/el)
+	}
+	return nil
+}
+
+func (f *accumulateFn) FinishBundle(_ context.Context, emit func(beam.EventTime, []byte)) error {
+	if f.acc == nil || f.acc.Batches() == 0 {
+		return nil
+	}
+	b, err := f.acc.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	f.acc = nil
+	emit(f.ts, b)
+	return nil
+}
+
+// mergeStates merges two accumulator states.
+func mergeStates(a, b []byte) ([]byte, error) {
+	var x, y Accumulator
+	if err := x.UnmarshalBinary(a); err != nil {
+		return nil, err
+	}
+	if err := y.UnmarshalBinary(b); err != nil {
+		return nil, err
+	}
+	if err := x.Merge(&y); err != nil {
+		return nil, err
+	}
+	return x.MarshalBinary()
+}
+
+// writeStateFn writes the merged state for the driver.
+type writeStateFn struct {
+	Path string
+}
+
+func (f *writeStateFn) ProcessElement(_ context.Context, b []byte) error {
+	out, err := atomicfile.Create(f.Path)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(b); err != nil {
+		return errors.Join(err, out.Abort())
+	}
+	return out.Commit()
+}

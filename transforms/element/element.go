@@ -1,0 +1,213 @@
+// Package element defines the PCollection element types of monolith-go's Beam transforms
+// and registers their coders: Arrow record batches (IPC stream format), sharded batches,
+// and per-(table, shard) gradient lists. Importing it (every transform does) registers them.
+//
+// # Element types
+//
+//	arrow.RecordBatch  a batch of rows in the schemas/batch layout, or a tensor record
+//	                   (NewTensors: one fixed_size_list<float32> column per layout output)
+//	Sharded            a batch with its sharding_sparse_fids result and, after Layout, its
+//	                   layout tensors (or, before LayoutGrad, their gradients)
+//	TableGrads         the gradient rows of one (table, PS shard) fid list of one batch,
+//	                   one row per fid (aggregated or not)
+//
+// # Coders
+//
+// A record batch is encoded as a self-contained Arrow IPC stream (schema message, one
+// record batch message, end-of-stream marker), so any runner can carry it and any Arrow
+// implementation can read it. Sharded and TableGrads have compact binary encodings
+// documented on their types. Coders run only where a runner moves elements between
+// stages (after a Reshuffle or GroupByKey, or between workers); fused stages pass
+// elements in memory.
+//
+// # Ownership
+//
+// Elements are immutable once emitted: a DoFn never modifies or Releases a record it
+// receives, because a runner may hand the same record to several consumers (fan-out) in
+// one fused stage. Records are built with Go-managed memory (memory.DefaultAllocator) and
+// are reclaimed by the garbage collector; a DoFn releases only intermediate records it
+// built and does not emit. This departs from the usual Arrow rule "release what you do not
+// emit", which is unsafe under fan-out.
+package element
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/monolith-go/monolith/kernels/shard"
+)
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf((*arrow.RecordBatch)(nil)).Elem(), EncodeRecord, DecodeRecord)
+	beam.RegisterCoder(reflect.TypeOf((*Sharded)(nil)), encodeShardedPtr, decodeShardedPtr)
+	beam.RegisterCoder(reflect.TypeOf(TableGrads{}), EncodeTableGrads, DecodeTableGrads)
+	beam.RegisterType(reflect.TypeOf((*Sharded)(nil)).Elem())
+}
+
+// ErrCorrupt is wrapped by every decoding error.
+var ErrCorrupt = errors.New("transforms/element: corrupt element")
+
+// EncodeRecord encodes a record batch as an Arrow IPC stream.
+func EncodeRecord(rec arrow.RecordBatch) ([]byte, error) {
+	if rec == nil {
+		return nil, errors.New("transforms/element: nil record batch")
+	}
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	if err := w.Write(rec); err != nil {
+		return nil, fmt.Errorf("transforms/element: encode record batch: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("transforms/element: encode record batch: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeRecord decodes an Arrow IPC stream holding exactly one record batch.
+func DecodeRecord(b []byte) (rec arrow.RecordBatch, err error) {
+	defer func() {
+		// The IPC reader trusts buffer metadata in places; a corrupt element must be an
+		// error, never a crash of the worker.
+		if r := recover(); r != nil {
+			rec, err = nil, fmt.Errorf("%w: record batch: %v", ErrCorrupt, r)
+		}
+	}()
+	if err := checkIPC(b); err != nil {
+		return nil, fmt.Errorf("%w: record batch: %v", ErrCorrupt, err)
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return nil, fmt.Errorf("%w: record batch: %v", ErrCorrupt, err)
+	}
+	defer r.Release()
+	if !r.Next() {
+		if err := r.Err(); err != nil {
+			return nil, fmt.Errorf("%w: record batch: %v", ErrCorrupt, err)
+		}
+		return nil, fmt.Errorf("%w: record batch: the stream holds no batch", ErrCorrupt)
+	}
+	rec = r.RecordBatch()
+	rec.Retain()
+	if r.Next() {
+		rec.Release()
+		return nil, fmt.Errorf("%w: record batch: the stream holds more than one batch", ErrCorrupt)
+	}
+	if err := r.Err(); err != nil {
+		rec.Release()
+		return nil, fmt.Errorf("%w: record batch: %v", ErrCorrupt, err)
+	}
+	if err := validate(rec); err != nil {
+		rec.Release()
+		return nil, fmt.Errorf("%w: record batch: %v", ErrCorrupt, err)
+	}
+	return rec, nil
+}
+
+// validate runs Arrow's full validation over every column.
+func validate(rec arrow.RecordBatch) error {
+	for i, col := range rec.Columns() {
+		if v, ok := col.(interface{ ValidateFull() error }); ok {
+			if err := v.ValidateFull(); err != nil {
+				return fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
+			}
+		}
+	}
+	return nil
+}
+
+// Sharded is a batch with its sharding result; see the package doc.
+//
+// Encoding: uvarint length + IPC stream of Batch (length 0 when nil), uvarint length +
+// shard.Result encoding (0 when nil), uvarint length + IPC stream of Tensors (0 when nil).
+type Sharded struct {
+	Batch   arrow.RecordBatch // the rows; nil when a transform dropped them
+	Shard   *shard.Result     // owned by the element (a clone of the Sharder's result)
+	Tensors arrow.RecordBatch // layout outputs or their gradients; nil before Layout
+}
+
+// Rows returns the number of rows of the element.
+func (s *Sharded) Rows() int {
+	switch {
+	case s.Batch != nil:
+		return int(s.Batch.NumRows())
+	case s.Shard != nil:
+		return s.Shard.BatchSize
+	case s.Tensors != nil:
+		return int(s.Tensors.NumRows())
+	}
+	return 0
+}
+
+func encodeShardedPtr(s *Sharded) ([]byte, error) { return EncodeSharded(s) }
+
+func decodeShardedPtr(b []byte) (*Sharded, error) { return DecodeSharded(b) }
+
+// EncodeSharded encodes s.
+func EncodeSharded(s *Sharded) ([]byte, error) {
+	if s == nil {
+		return nil, errors.New("transforms/element: nil Sharded")
+	}
+	var out []byte
+	for i, part := range []any{s.Batch, s.Shard, s.Tensors} {
+		var b []byte
+		var err error
+		switch v := part.(type) {
+		case arrow.RecordBatch:
+			if v != nil {
+				b, err = EncodeRecord(v)
+			}
+		case *shard.Result:
+			if v != nil {
+				b, err = v.MarshalBinary()
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("transforms/element: encode Sharded part %d: %w", i, err)
+		}
+		out = binary.AppendUvarint(out, uint64(len(b)))
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// DecodeSharded decodes an encoded Sharded.
+func DecodeSharded(b []byte) (*Sharded, error) {
+	s := &Sharded{}
+	off := 0
+	for i := 0; i < 3; i++ {
+		n, k := binary.Uvarint(b[off:])
+		if k <= 0 || n > uint64(len(b)-off-k) {
+			return nil, fmt.Errorf("%w: Sharded part %d: bad length at offset %d", ErrCorrupt, i, off)
+		}
+		off += k
+		part := b[off : off+int(n)]
+		off += int(n)
+		if n == 0 {
+			continue
+		}
+		var err error
+		switch i {
+		case 0:
+			s.Batch, err = DecodeRecord(part)
+		case 1:
+			s.Shard, err = shard.DecodeResult(part)
+		case 2:
+			s.Tensors, err = DecodeRecord(part)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: Sharded part %d: %v", ErrCorrupt, i, err)
+		}
+	}
+	if off != len(b) {
+		return nil, fmt.Errorf("%w: Sharded: %d trailing bytes", ErrCorrupt, len(b)-off)
+	}
+	return s, nil
+}
