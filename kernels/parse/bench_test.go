@@ -171,7 +171,7 @@ func BenchmarkParse(b *testing.B) {
 // rows allocates as often as one of 64 (up to the runtime's noise).
 func TestAllocsPerBatch(t *testing.T) {
 	if testing.Short() {
-		t.Skip("allocation counts")
+		t.Skip("waits for a run without -short: allocation counts take seconds")
 	}
 	for _, src := range benchSources {
 		spec := benchSpec(t, src)
