@@ -27,7 +27,6 @@ import (
 
 func init() {
 	register.Function1x2[arrow.RecordBatch, string, error](Summarize)
-	register.Function1x2[[]byte, arrow.RecordBatch, error](element.DecodeRecord)
 }
 
 // Mem is the allocator of the helpers and tests.
@@ -241,17 +240,8 @@ func LineID(e *examplepb.Example) *matrixpb.LineId {
 	return e.LineId
 }
 
-// CreateRecords returns a PCollection of the batches. They travel encoded (beam.Create
-// would take their concrete type) and are decoded by the arrow.RecordBatch coder's
-// decoder.
+// CreateRecords returns a PCollection of the batches (element.Create).
 func CreateRecords(t testing.TB, s beam.Scope, recs []arrow.RecordBatch) beam.PCollection {
 	t.Helper()
-	enc := make([][]byte, len(recs))
-	for i, r := range recs {
-		var err error
-		if enc[i], err = element.EncodeRecord(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return beam.ParDo(s, element.DecodeRecord, beam.CreateList(s, enc))
+	return element.Create(s, recs...)
 }

@@ -57,8 +57,7 @@ type Job struct {
 // Pipeline builds the data-check pipeline of j: read every input file (files are split
 // across workers), add each batch to a per-bundle Accumulator, merge the bundles'
 // accumulators (small, per-feature counters: no batch is shuffled) and write the merged
-// state to j.OutDir for the driver. It also returns the empty accumulator the run starts
-// from.
+// state to j.OutDir for the driver.
 func Pipeline(j Job) (*beam.Pipeline, error) {
 	acc, err := NewAccumulator(j.FeatureConfigs, j.Options)
 	if err != nil {

@@ -35,7 +35,6 @@ func init() {
 	register.Function1x2[*element.Sharded, string, error](shardedDigest)
 	register.DoFn2x1[arrow.RecordBatch, func(*element.Sharded), error](&shardFn{})
 	register.Emitter1[*element.Sharded]()
-	register.Function2x1[[]byte, func(arrow.RecordBatch), error](decodeFn)
 }
 
 // makeBatches builds the same batches in the test and inside the pipeline.
@@ -190,12 +189,7 @@ func TestShardedCoderOnPrism(t *testing.T) {
 	cfgPath := batchtest.ConfigPath(t)
 	p, s := beam.NewPipelineWithRoot()
 	fix := batchtest.FixtureRecord(t, memory.DefaultAllocator)
-	fixEnc, err := element.EncodeRecord(fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The fixture enters the pipeline as encoded bytes, decoded by a DoFn.
-	recs := beam.ParDo(s, decodeFn, beam.Create(s, fixEnc))
+	recs := element.Create(s, fix)
 	sharded := beam.Reshuffle(s, beam.ParDo(s, &shardFn{Config: cfgPath}, recs))
 	want, err := func() (string, error) {
 		var out *element.Sharded
@@ -346,13 +340,4 @@ func FuzzDecodeElements(f *testing.F) {
 			}
 		}
 	})
-}
-
-func decodeFn(b []byte, emit func(arrow.RecordBatch)) error {
-	r, err := element.DecodeRecord(b)
-	if err != nil {
-		return err
-	}
-	emit(r)
-	return nil
 }
