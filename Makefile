@@ -14,7 +14,7 @@ build:
 ## test: lint, unit, golden and integration tests, -race, and a short fuzz pass of every parser.
 test: lint
 	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -race ./io/... ./schemas/... ./kernels/... ./transforms/... ./pipelines/... ./runners/...
+	$(GO) test -count=1 -race ./io/... ./schemas/... ./kernels/... ./transforms/... ./pipelines/... ./runners/... ./ps/... ./internal/zktest/...
 	./scripts/fuzz.sh $(FUZZTIME)
 
 ## lint: gofmt, go vet and staticcheck must all be clean.
@@ -23,11 +23,13 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 
-## proto: regenerate the committed Go code from schemas/proto (needs protoc; protoc-gen-go is pinned in go.mod).
+## proto: regenerate the committed Go code from schemas/proto (needs protoc; protoc-gen-go and protoc-gen-go-grpc are pinned in go.mod).
 proto:
 	protoc -I schemas/proto \
 		--plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
+		--plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
 		--go_out=. --go_opt=module=github.com/monolith-go/monolith \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/monolith-go/monolith \
 		$$(find schemas/proto -name '*.proto' | sort)
 
 ## bench: micro-benchmarks with memory statistics (see benchmarks/RESULTS.md).

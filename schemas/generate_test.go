@@ -27,6 +27,10 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go tool -n protoc-gen-go: %v", err)
 	}
+	grpcPlugin, err := exec.Command("go", "tool", "-n", "protoc-gen-go-grpc").Output()
+	if err != nil {
+		t.Fatalf("go tool -n protoc-gen-go-grpc: %v", err)
+	}
 	var protos []string
 	err = filepath.WalkDir(filepath.Join(root, "schemas", "proto"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".proto") {
@@ -41,7 +45,9 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	sort.Strings(protos)
 	out := t.TempDir()
 	args := append([]string{"-I", "schemas/proto", "--plugin=protoc-gen-go=" + strings.TrimSpace(string(plugin)),
-		"--go_out=" + out, "--go_opt=module=github.com/monolith-go/monolith"}, protos...)
+		"--plugin=protoc-gen-go-grpc=" + strings.TrimSpace(string(grpcPlugin)),
+		"--go_out=" + out, "--go_opt=module=github.com/monolith-go/monolith",
+		"--go-grpc_out=" + out, "--go-grpc_opt=module=github.com/monolith-go/monolith"}, protos...)
 	cmd := exec.Command(protoc, args...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -34,6 +34,9 @@ func commands() map[string]command {
 		"train":    notYet("the batch training pipeline (issue 6)"),
 		"export":   notYet("export of trained tables (issue 6)"),
 		"bench":    notYet("the benchmark suite (issue 7)"),
+
+		"ps":        {"run one parameter-server shard (gRPC) until SIGTERM, checkpointing on shutdown", runPS},
+		"ps-client": {"call a parameter server: lookup, apply, stats, barrier, health, save (JSON output)", runPSClient},
 	}
 }
 

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/monolith-go/monolith/internal/zktest"
+)
+
+var psTables = filepath.Join("..", "..", "testdata", "ps_tables.pbtxt")
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// psProc is a `monolith ps` running in process.
+type psProc struct {
+	addr   string
+	stderr *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+var listeningRE = regexp.MustCompile(`ps shard (\d+)/(\d+) listening on ([0-9.:]+)`)
+
+// startPS runs `monolith ps args...` until stopped and waits for its "listening on" line.
+func startPS(t *testing.T, args ...string) *psProc {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &psProc{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- run(ctx, append([]string{"ps"}, args...), &bytes.Buffer{}, p.stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			t.Error("ps did not stop")
+		}
+	})
+	deadline := time.After(30 * time.Second)
+	for {
+		if m := listeningRE.FindStringSubmatch(p.stderr.String()); m != nil {
+			p.addr = m[3]
+			return p
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("ps exited: %v\n%s", err, p.stderr)
+		case <-deadline:
+			t.Fatalf("ps never listened:\n%s", p.stderr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// stop cancels the shard (graceful: final checkpoint) and returns run's error.
+func (p *psProc) stop(t *testing.T) error {
+	t.Helper()
+	p.cancel()
+	select {
+	case err := <-p.done:
+		p.done <- err // for Cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("ps did not stop")
+		return nil
+	}
+}
+
+// psClient runs `monolith ps-client args...` and decodes its JSON output.
+func psClient(t *testing.T, out any, args ...string) {
+	t.Helper()
+	stdout, stderr, err := runCLI(t, append([]string{"ps-client"}, args...)...)
+	if err != nil {
+		t.Fatalf("ps-client %v: %v\n%s%s", args, err, stdout, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), out); err != nil {
+		t.Fatalf("ps-client %v output: %v\n%s", args, err, stdout)
+	}
+}
+
+type lookupOut struct {
+	Table string `json:"table"`
+	Dim   int    `json:"dim"`
+	Rows  []struct {
+		Fid       int64     `json:"fid"`
+		Shard     int       `json:"shard"`
+		Found     bool      `json:"found"`
+		Embedding []float32 `json:"embedding"`
+	} `json:"rows"`
+	NumFound       int64 `json:"num_found"`
+	NumInitialized int64 `json:"num_initialized"`
+}
+
+type applyOut struct {
+	NumUpdated  int64 `json:"num_updated"`
+	NumNotFound int64 `json:"num_not_found"`
+	NumCreated  int64 `json:"num_created"`
+}
+
+func TestPSCommands(t *testing.T) {
+	dir := t.TempDir()
+	shardArgs := func(k string) []string {
+		return []string{"--shard", k, "--num-shards", "2", "--listen", "127.0.0.1:0", "--tables", psTables, "--checkpoint-dir", dir}
+	}
+	s0, s1 := startPS(t, shardArgs("0")...), startPS(t, shardArgs("1")...)
+	if !strings.Contains(s1.stderr.String(), "ps shard 1/2 listening on "+s1.addr) {
+		t.Fatalf("stderr: %s", s1.stderr)
+	}
+	ps := s0.addr + "," + s1.addr
+
+	// "item": a bias segment (FTRL) and a dim-3 SGD segment (lr 0.1), zeros, no filter.
+	var ap applyOut
+	psClient(t, &ap, "apply", "--ps", ps, "--table", "item", "--dim", "4", "--fids", "1,2,3,2",
+		"--grads", "1,1,1,1, 2,2,2,2, 3,3,3,3, 4,4,4,4", "--step", "5")
+	if ap != (applyOut{NumUpdated: 3, NumCreated: 3}) {
+		t.Fatalf("apply: %+v", ap)
+	}
+	var lk lookupOut
+	psClient(t, &lk, "lookup", "--ps", ps, "--table", "item", "--fids", "2,4,1") // dim asked from shard 0
+	if lk.Dim != 4 || len(lk.Rows) != 3 || lk.NumFound != 2 || lk.Rows[1].Found || !lk.Rows[0].Found || lk.Rows[0].Shard != 0 || lk.Rows[2].Shard != 1 {
+		t.Fatalf("lookup: %+v", lk)
+	}
+	// fid 2 got 2+4 = 6 on each SGD weight: 0 - 0.1×6.
+	if got := lk.Rows[0].Embedding[1:]; !slices.Equal(got, []float32{-0.6, -0.6, -0.6}) {
+		t.Fatalf("fid 2 vector segment %v, want -0.6s", got)
+	}
+	// Explicit learning rates: one per segment.
+	psClient(t, &ap, "apply", "--ps", ps, "--table", "item", "--fids", "3", "--grads", "0,1,1,1", "--lr", "0.05,1")
+	if ap.NumUpdated != 1 {
+		t.Fatalf("apply with rates: %+v", ap)
+	}
+	// "user": occurrence threshold 2, so a fid seen once is not created.
+	psClient(t, &ap, "apply", "--ps", ps, "--table", "user", "--fids", "77", "--grads", "1,1,1,1,1,1,1,1")
+	if ap != (applyOut{NumNotFound: 1}) {
+		t.Fatalf("apply below the threshold: %+v", ap)
+	}
+	var created lookupOut
+	psClient(t, &created, "lookup", "--ps", ps, "--table", "user", "--dim", "8", "--fids", "5,5,5", "--create")
+	if created.NumFound+created.NumInitialized > 3 {
+		t.Fatalf("create lookup: %+v", created)
+	}
+
+	var stats struct {
+		Shards []struct {
+			Shard       int   `json:"shard"`
+			NumShards   int   `json:"num_shards"`
+			ApplyCount  int64 `json:"apply_gradients_count"`
+			LookupCount int64 `json:"lookup_count"`
+			Tables      []struct {
+				Name string `json:"name"`
+				Size int64  `json:"size"`
+				Dim  int    `json:"dim"`
+			} `json:"tables"`
+		} `json:"shards"`
+	}
+	psClient(t, &stats, "stats", "--ps", ps, "--tables")
+	if len(stats.Shards) != 2 || stats.Shards[1].Shard != 1 || stats.Shards[1].NumShards != 2 || len(stats.Shards[0].Tables) != 2 {
+		t.Fatalf("stats: %+v", stats)
+	}
+	if items := stats.Shards[0].Tables[1].Size + stats.Shards[1].Tables[1].Size; items != 3 || stats.Shards[0].Tables[1].Name != "item" {
+		t.Fatalf("item entries %d, want 3: %+v", items, stats)
+	}
+
+	var health struct {
+		Shards []struct {
+			Healthy bool `json:"healthy"`
+		} `json:"shards"`
+	}
+	psClient(t, &health, "health", "--ps", ps)
+	if len(health.Shards) != 2 || !health.Shards[0].Healthy || !health.Shards[1].Healthy {
+		t.Fatalf("health: %+v", health)
+	}
+	var bar struct {
+		Released bool `json:"released"`
+	}
+	psClient(t, &bar, "barrier", "--ps", ps, "--id", "x", "--worker", "0", "--workers", "1", "--timeout", "5s", "--shard", "1")
+	if !bar.Released {
+		t.Fatal("barrier not released")
+	}
+	var save struct {
+		Shards []struct {
+			Path    string `json:"path"`
+			Entries int64  `json:"entries"`
+		} `json:"shards"`
+	}
+	psClient(t, &save, "save", "--ps", ps)
+	if len(save.Shards) != 2 || !strings.Contains(save.Shards[0].Path, "shard-0-of-2") {
+		t.Fatalf("save: %+v", save)
+	}
+
+	// Values survive a restart of shard 1 (graceful stop: final checkpoint).
+	var before lookupOut
+	psClient(t, &before, "lookup", "--ps", ps, "--table", "item", "--dim", "4", "--fids", "1,2,3")
+	if err := s1.stop(t); err != nil {
+		t.Fatalf("stopping shard 1: %v\n%s", err, s1.stderr)
+	}
+	if !strings.Contains(s1.stderr.String(), "saved checkpoint") {
+		t.Fatalf("no final save:\n%s", s1.stderr)
+	}
+	s1 = startPS(t, shardArgs("1")...)
+	if !strings.Contains(s1.stderr.String(), "restored checkpoint") {
+		t.Fatalf("no restore:\n%s", s1.stderr)
+	}
+	var after lookupOut
+	psClient(t, &after, "lookup", "--ps", s0.addr+","+s1.addr, "--table", "item", "--dim", "4", "--fids", "1,2,3")
+	for i := range before.Rows {
+		if !slices.Equal(before.Rows[i].Embedding, after.Rows[i].Embedding) || !after.Rows[i].Found {
+			t.Fatalf("fid %d: %v before the restart, %v after", before.Rows[i].Fid, before.Rows[i].Embedding, after.Rows[i].Embedding)
+		}
+	}
+}
+
+func TestPSUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"ps"},
+		{"ps", "--tables", psTables, "--shard", "2", "--num-shards", "2"},
+		{"ps", "--tables", psTables, "extra"},
+		{"ps-client"},
+		{"ps-client", "frobnicate"},
+		{"ps-client", "stats"},
+		{"ps-client", "stats", "--ps", "127.0.0.1:1", "--zk", "127.0.0.1:2"},
+		{"ps-client", "lookup", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2"},
+		{"ps-client", "lookup", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2", "--fids", "1,x"},
+		{"ps-client", "apply", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2", "--fids", "1", "--grads", "1"},
+		{"ps-client", "barrier", "--ps", "127.0.0.1:1"},
+		{"ps-client", "stats", "--zk", "127.0.0.1:2"},
+	} {
+		_, _, err := runCLI(t, args...)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	if _, _, err := runCLI(t, "ps", "--tables", filepath.Join(t.TempDir(), "missing.pbtxt")); err == nil || !strings.Contains(err.Error(), "missing.pbtxt") {
+		t.Errorf("missing tables file: %v", err)
+	}
+}
+
+// TestPSZooKeeper: shards register in a real ZooKeeper (S15) and ps-client finds them.
+func TestPSZooKeeper(t *testing.T) {
+	zk := zktest.Start(t)
+	zkArgs := []string{"--zk", zk.Addr(), "--zk-path", "/test/ps"}
+	for _, k := range []string{"0", "1"} {
+		startPS(t, append([]string{"--shard", k, "--num-shards", "2", "--tables", psTables}, zkArgs...)...)
+	}
+	found := append([]string{"--num-shards", "2", "--zk-wait", "20s"}, zkArgs...)
+	var ap applyOut
+	psClient(t, &ap, append([]string{"apply", "--table", "item", "--dim", "4", "--fids", "10,11", "--grads", "1,1,1,1,1,1,1,1"}, found...)...)
+	if ap.NumUpdated != 2 {
+		t.Fatalf("apply through ZooKeeper: %+v", ap)
+	}
+	var lk lookupOut
+	psClient(t, &lk, append([]string{"lookup", "--table", "item", "--dim", "4", "--fids", "10,11,12"}, found...)...)
+	if lk.NumFound != 2 {
+		t.Fatalf("lookup through ZooKeeper: %+v", lk)
+	}
+	// A shard count nobody registered times out with a clear error.
+	_, _, err := runCLI(t, append([]string{"ps-client", "stats", "--num-shards", "3", "--zk-wait", "1s"}, zkArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), "not every shard registered") {
+		t.Fatalf("missing shard: %v", err)
+	}
+}

@@ -1,0 +1,18 @@
+package zktest
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr puts the JVM in its own process group and kills it if the test binary dies.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// killGroup kills the JVM's process group.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package zktest
+
+import "os/exec"
+
+func setProcAttr(*exec.Cmd) {}
+
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}

@@ -1,0 +1,488 @@
+// Package checkpoint saves and restores the tables of one parameter-server shard (decision
+// P9): per table a TFRecord file of Monolith EntryDump records and a file of its filter
+// state, plus a MANIFEST.json naming every file with its size, CRC-32C and entry count.
+//
+// # Layout
+//
+//	DIR/LATEST                       name of the newest complete checkpoint
+//	DIR/ckpt-00000007-step-42/       the 7th checkpoint of DIR, taken at global step 42
+//	    MANIFEST.json                pspb.CheckpointManifest in protobuf JSON, written last
+//	    t000-<table>.entries         TFRecord of hashtablepb.EntryDump (one record per fid)
+//	    t000-<table>.filter          TFRecord of HashFilterSplitMetaDump / DataDump records
+//
+// # Atomicity (P7)
+//
+// Save writes into DIR/.tmp-ckpt-…, fsyncs every file and the folder, renames the folder
+// to a name no earlier checkpoint has (the sequence number grows even when the step does
+// not), fsyncs DIR, and only then rewrites LATEST (itself atomically). No save ever
+// replaces or deletes an earlier checkpoint, so a crash at any point leaves LATEST naming
+// a complete one; leftover .tmp- folders and checkpoints beyond the retention count are
+// removed by Prune. Tables are read through table.Snapshot, one internal shard
+// at a time, so lookups and applies go on during a save.
+//
+// # Restore
+//
+// Restore checks the manifest, then each file's size, CRC-32C and entry count while it
+// loads it into fresh tables. Any mismatch, missing file, truncated or corrupt record is an
+// error naming the file and record; the caller discards the half-filled tables and the
+// checkpoint on disk is left untouched, so an earlier checkpoint stays usable.
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/io/tfrecord"
+	"github.com/monolith-go/monolith/ps/table"
+	"github.com/monolith-go/monolith/schemas/hashtablepb"
+	"github.com/monolith-go/monolith/schemas/pspb"
+)
+
+// FormatVersion is the manifest format this package writes and reads.
+const FormatVersion = 1
+
+const (
+	manifestName = "MANIFEST.json"
+	latestName   = "LATEST"
+	dirPrefix    = "ckpt-"
+	tmpPrefix    = ".tmp-ckpt-"
+)
+
+// ErrNoCheckpoint means a directory holds no complete checkpoint.
+var ErrNoCheckpoint = errors.New("ps/checkpoint: no checkpoint")
+
+// ErrCorrupt wraps every restore failure caused by the files themselves.
+var ErrCorrupt = errors.New("ps/checkpoint: corrupt or partial checkpoint")
+
+// Meta identifies a checkpoint.
+type Meta struct {
+	Step      int64
+	Shard     int
+	NumShards int
+}
+
+// Result describes a written checkpoint.
+type Result struct {
+	Path    string
+	Entries int64
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// dirName is the folder name of the seq-th checkpoint of a directory, taken at step.
+func dirName(seq uint64, step int64) string {
+	return fmt.Sprintf("%s%08d-step-%d", dirPrefix, seq, step)
+}
+
+var dirPattern = regexp.MustCompile(`^ckpt-(\d{8,})-step-(-?\d+)$`)
+
+// seqOf parses a checkpoint folder name.
+func seqOf(name string) (uint64, bool) {
+	m := dirPattern.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(m[1], 10, 64)
+	return n, err == nil
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func fileBase(i int, name string) string {
+	return fmt.Sprintf("t%03d-%s", i, unsafeChars.ReplaceAllString(name, "_"))
+}
+
+// Save writes a checkpoint of tables into dir (created if missing) and points LATEST at
+// it. An existing checkpoint of the same step is replaced.
+func Save(ctx context.Context, dir string, meta Meta, tables []*table.Table) (Result, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	tmp := filepath.Join(dir, tmpPrefix+strconv.FormatInt(meta.Step, 10)+"-"+strconv.FormatUint(rand.Uint64(), 36))
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	res, err := write(ctx, tmp, meta, tables)
+	if err != nil {
+		return Result{}, errors.Join(fmt.Errorf("checkpoint %s step %d: %w", dir, meta.Step, err), os.RemoveAll(tmp))
+	}
+	seq, err := lastSeq(dir)
+	if err != nil {
+		return Result{}, errors.Join(err, os.RemoveAll(tmp))
+	}
+	name := dirName(seq+1, meta.Step)
+	final := filepath.Join(dir, name)
+	if err := os.Rename(tmp, final); err != nil {
+		return Result{}, errors.Join(fmt.Errorf("checkpoint %s: %w", dir, err), os.RemoveAll(tmp))
+	}
+	if err := syncDir(dir); err != nil {
+		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	lf, err := atomicfile.Create(filepath.Join(dir, latestName))
+	if err != nil {
+		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	if _, err := lf.WriteString(name + "\n"); err != nil {
+		return Result{}, errors.Join(fmt.Errorf("checkpoint %s: write LATEST: %w", dir, err), lf.Abort())
+	}
+	if err := lf.Commit(); err != nil {
+		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	res.Path = final
+	return res, nil
+}
+
+// countingWriter tracks the size and CRC-32C of what passes through it.
+type countingWriter struct {
+	w   io.Writer
+	n   uint64
+	crc hash.Hash32
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += uint64(n)
+	c.crc.Write(p[:n])
+	return n, err
+}
+
+// write fills the temporary folder tmp and fsyncs it.
+func write(ctx context.Context, tmp string, meta Meta, tables []*table.Table) (Result, error) {
+	m := &pspb.CheckpointManifest{FormatVersion: FormatVersion, Step: meta.Step, Shard: int32(meta.Shard),
+		NumShards: int32(meta.NumShards), CreatedUnix: time.Now().Unix()}
+	var res Result
+	seen := map[string]bool{}
+	for i, t := range tables {
+		if seen[t.Name()] {
+			return res, fmt.Errorf("table %q given twice", t.Name())
+		}
+		seen[t.Name()] = true
+		ct := &pspb.CheckpointTable{Name: t.Name(), Dim: int32(t.Dim()), File: fileBase(i, t.Name()) + ".entries",
+			Config: t.Config(), MaxUpdateTsSec: t.MaxUpdateTime()}
+		var buf []byte
+		err := writeFile(filepath.Join(tmp, ct.File), func(w *tfrecord.Writer) error {
+			return t.Snapshot(func(d *hashtablepb.EntryDump) error {
+				if ct.Entries&1023 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				var err error
+				if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf[:0], d); err != nil {
+					return fmt.Errorf("fid %d: %w", d.GetId(), err)
+				}
+				ct.Entries++
+				return w.Write(buf)
+			})
+		}, &ct.Bytes, &ct.Crc32C)
+		if err != nil {
+			return res, fmt.Errorf("table %q: %w", t.Name(), err)
+		}
+		if f := t.Filter(); f != nil {
+			ct.FilterFile = fileBase(i, t.Name()) + ".filter"
+			if err := writeFile(filepath.Join(tmp, ct.FilterFile), f.Save, &ct.FilterBytes, &ct.FilterCrc32C); err != nil {
+				return res, fmt.Errorf("table %q filter: %w", t.Name(), err)
+			}
+		}
+		res.Entries += int64(ct.Entries)
+		m.Tables = append(m.Tables, ct)
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(m)
+	if err != nil {
+		return res, err
+	}
+	if err := writeFile(filepath.Join(tmp, manifestName), func(w *tfrecord.Writer) error { return nil }, nil, nil, b); err != nil {
+		return res, err
+	}
+	return res, syncDir(tmp)
+}
+
+// writeFile creates path, lets body write TFRecords into it (or writes raw), fsyncs and
+// closes it, and reports its size and CRC-32C.
+func writeFile(path string, body func(*tfrecord.Writer) error, size *uint64, crc *uint32, raw ...[]byte) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	cw := &countingWriter{w: f, crc: crc32.New(castagnoli)}
+	for _, b := range raw {
+		if _, err := cw.Write(b); err != nil {
+			return err
+		}
+	}
+	w := tfrecord.NewWriter(cw)
+	if err := body(w); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if size != nil {
+		*size, *crc = cw.n, cw.crc.Sum32()
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Latest returns the path of the checkpoint LATEST names in dir, or an error wrapping
+// ErrNoCheckpoint when there is none.
+func Latest(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, latestName))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	name := strings.TrimSpace(string(b))
+	if _, ok := seqOf(name); !ok {
+		return "", fmt.Errorf("%w: %s names %q, not a checkpoint folder", ErrCorrupt, filepath.Join(dir, latestName), name)
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// lastSeq is the highest sequence number of the checkpoint folders of dir (0 if none).
+func lastSeq(dir string) (uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	var last uint64
+	for _, e := range ents {
+		if n, ok := seqOf(e.Name()); ok && n > last {
+			last = n
+		}
+	}
+	return last, nil
+}
+
+// List returns the complete checkpoint folders of dir (those with a manifest), oldest
+// first.
+func List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	type ck struct {
+		seq  uint64
+		path string
+	}
+	var cks []ck
+	for _, e := range ents {
+		if n, ok := seqOf(e.Name()); ok && e.IsDir() {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), manifestName)); err == nil {
+				cks = append(cks, ck{n, filepath.Join(dir, e.Name())})
+			}
+		}
+	}
+	sort.Slice(cks, func(i, j int) bool { return cks[i].seq < cks[j].seq })
+	out := make([]string, len(cks))
+	for i, c := range cks {
+		out[i] = c.path
+	}
+	return out, nil
+}
+
+// Prune deletes leftover temporary folders and all but the newest keep checkpoints; the
+// one LATEST names is always kept.
+func Prune(dir string, keep int) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+		}
+	}
+	all, err := List(dir)
+	if err != nil {
+		return err
+	}
+	latest, _ := Latest(dir)
+	if keep < 1 {
+		keep = 1
+	}
+	for len(all) > keep {
+		if all[0] != latest {
+			errs = append(errs, os.RemoveAll(all[0]))
+		}
+		all = all[1:]
+	}
+	return errors.Join(errs...)
+}
+
+// ReadManifest reads and checks the manifest of the checkpoint at path.
+func ReadManifest(path string) (*pspb.CheckpointManifest, error) {
+	b, err := os.ReadFile(filepath.Join(path, manifestName))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	}
+	m := &pspb.CheckpointManifest{}
+	if err := protojson.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, filepath.Join(path, manifestName), err)
+	}
+	if m.GetFormatVersion() != FormatVersion {
+		return nil, fmt.Errorf("%w: %s: format_version %d, this build reads %d", ErrCorrupt, filepath.Join(path, manifestName), m.GetFormatVersion(), FormatVersion)
+	}
+	for _, ct := range m.GetTables() {
+		for _, f := range []string{ct.GetFile(), ct.GetFilterFile()} {
+			if f != "" && (filepath.Base(f) != f || strings.HasPrefix(f, ".")) {
+				return nil, fmt.Errorf("%w: %s: table %q names file %q outside the checkpoint", ErrCorrupt, path, ct.GetName(), f)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Restore loads the checkpoint at path into tables, which should be freshly built from
+// the same configuration. Every table of the checkpoint must be given, with the same dim
+// (restoring into a configuration without it would drop its entries silently); a given
+// table the checkpoint does not hold stays empty, as when a table is added to a running
+// model (Monolith warns and goes on the same way; compare the manifest's tables to log
+// it). On error the tables are half filled and must be discarded.
+func Restore(ctx context.Context, path string, tables []*table.Table) (*pspb.CheckpointManifest, error) {
+	m, err := ReadManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*table.Table{}
+	for _, t := range tables {
+		if byName[t.Name()] != nil {
+			return nil, fmt.Errorf("ps/checkpoint: restore %s: table %q given twice", path, t.Name())
+		}
+		byName[t.Name()] = t
+	}
+	for _, ct := range m.GetTables() {
+		t := byName[ct.GetName()]
+		if t == nil {
+			return nil, fmt.Errorf("%w: %s holds table %q, which the configuration does not have", ErrCorrupt, path, ct.GetName())
+		}
+		if int(ct.GetDim()) != t.Dim() {
+			return nil, fmt.Errorf("%w: %s: table %q has dim %d, the configuration says %d", ErrCorrupt, path, ct.GetName(), ct.GetDim(), t.Dim())
+		}
+		if err := restoreTable(ctx, path, ct, t); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func restoreTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, t *table.Table) error {
+	var n uint64
+	d := &hashtablepb.EntryDump{}
+	err := readFile(dir, ct.GetFile(), ct.GetBytes(), ct.GetCrc32C(), func(r *tfrecord.Reader) error {
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if n&1023 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if err := proto.Unmarshal(rec, d); err != nil {
+				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
+			}
+			if err := t.Restore(d); err != nil {
+				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
+			}
+			n++
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("%w: table %q: %w", ErrCorrupt, ct.GetName(), err)
+	}
+	if n != ct.GetEntries() {
+		return fmt.Errorf("%w: table %q: %s holds %d entries, the manifest says %d", ErrCorrupt, ct.GetName(), filepath.Join(dir, ct.GetFile()), n, ct.GetEntries())
+	}
+	f := t.Filter()
+	switch {
+	case ct.GetFilterFile() == "" && f != nil:
+		return fmt.Errorf("%w: table %q has a filter but the checkpoint holds no filter state", ErrCorrupt, ct.GetName())
+	case ct.GetFilterFile() != "" && f == nil:
+		return fmt.Errorf("%w: table %q: the checkpoint holds filter state but the configuration has no filter", ErrCorrupt, ct.GetName())
+	case f != nil:
+		if err := readFile(dir, ct.GetFilterFile(), ct.GetFilterBytes(), ct.GetFilterCrc32C(), f.Restore); err != nil {
+			return fmt.Errorf("%w: table %q filter: %w", ErrCorrupt, ct.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// readFile opens dir/name, runs body over its records and checks the size and CRC-32C
+// the manifest recorded.
+func readFile(dir, name string, size uint64, crc uint32, body func(*tfrecord.Reader) error) error {
+	path := filepath.Join(dir, name)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if uint64(st.Size()) != size {
+		return fmt.Errorf("%s is %d bytes, the manifest says %d", path, st.Size(), size)
+	}
+	h := crc32.New(castagnoli)
+	r := tfrecord.NewReader(io.TeeReader(f, h), tfrecord.WithFile(path))
+	if err := body(r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	// Drain what body did not read, so the checksum covers the whole file.
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if got := h.Sum32(); got != crc {
+		return fmt.Errorf("%s: CRC-32C %08x, the manifest says %08x", path, got, crc)
+	}
+	return nil
+}

@@ -1,0 +1,644 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/monolith-go/monolith/schemas/pspb"
+)
+
+// Defaults of the options.
+const (
+	DefaultDialTimeout     = 5 * time.Second
+	DefaultCallTimeout     = 30 * time.Second
+	DefaultRetries         = 3
+	DefaultBackoff         = 50 * time.Millisecond
+	DefaultMaxBackoff      = 2 * time.Second
+	DefaultMaxMessageBytes = 64 << 20
+)
+
+// barrierGrace is added to a barrier's timeout for the RPC deadline, so that the server's
+// own timeout answer (status 2) arrives first.
+const barrierGrace = 5 * time.Second
+
+type options struct {
+	dialTimeout, callTimeout time.Duration
+	retries                  int
+	backoff, maxBackoff      time.Duration
+	maxMsg                   int
+	dialOpts                 []grpc.DialOption
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+// WithDialTimeout bounds each connection attempt (default 5 s).
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+
+// WithCallTimeout bounds each RPC attempt (default 30 s; 0 means only the caller's
+// context). Barriers use their own timeout plus 5 s instead.
+func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
+
+// WithRetries sets how many times an RPC failing with codes.Unavailable is retried
+// (default 3). No other failure is retried.
+func WithRetries(n int) Option { return func(o *options) { o.retries = n } }
+
+// WithBackoff sets the first retry delay and its cap; the delay doubles per retry
+// (defaults 50 ms and 2 s).
+func WithBackoff(initial, maxDelay time.Duration) Option {
+	return func(o *options) { o.backoff, o.maxBackoff = initial, maxDelay }
+}
+
+// WithMaxMessageBytes bounds gRPC messages both ways (default 64 MiB; match the servers').
+func WithMaxMessageBytes(n int) Option { return func(o *options) { o.maxMsg = n } }
+
+// WithDialOptions appends gRPC dial options (credentials, interceptors, ...).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOpts = append(o.dialOpts, opts...) }
+}
+
+// conn is the connection to one address, shared by the shard sets that name it.
+type conn struct {
+	addr   string
+	cc     *grpc.ClientConn // nil for an empty address
+	stub   pspb.ParameterServerClient
+	owners atomic.Int32 // shard-set slots referring to it
+}
+
+// shardSet is one membership: conns[k] serves shard k. Calls hold a reference while they
+// run, so SetShards and Close never cut a call short.
+type shardSet struct {
+	conns []*conn
+	mu    sync.Mutex
+	refs  int
+	dead  bool
+}
+
+// Client talks to the N shards of a parameter server: fid f lives on shard
+// uint64(f) % N (P10). It is safe for concurrent use; calls take no client-wide lock.
+type Client struct {
+	opts  options
+	setMu sync.Mutex // serializes SetShards and Close
+	cur   atomic.Pointer[shardSet]
+}
+
+var errClosed = &InvalidConfigError{Msg: "no PS clients configured (the client is closed)"}
+
+// New connects (lazily) to the shards at addrs, shard k at addrs[k]. An empty list is an
+// *InvalidConfigError. An empty address marks a shard as missing: calls routed to it fail
+// with codes.Unavailable until SetShards provides one.
+func New(addrs []string, opts ...Option) (*Client, error) {
+	o := options{
+		dialTimeout: DefaultDialTimeout, callTimeout: DefaultCallTimeout, retries: DefaultRetries,
+		backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff, maxMsg: DefaultMaxMessageBytes,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.dialTimeout < 0, o.callTimeout < 0, o.backoff < 0, o.maxBackoff < 0:
+		return nil, &InvalidConfigError{Msg: "negative timeout or backoff"}
+	case o.retries < 0:
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("retries %d is negative", o.retries)}
+	case o.maxMsg <= 0:
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("max message bytes %d, want > 0", o.maxMsg)}
+	}
+	c := &Client{opts: o}
+	set, err := c.newSet(addrs, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.cur.Store(set)
+	return c, nil
+}
+
+// dial opens a lazy connection to addr.
+func (c *Client) dial(addr string) (*conn, error) {
+	cn := &conn{addr: addr}
+	if addr == "" {
+		return cn, nil
+	}
+	bo := backoff.DefaultConfig
+	bo.MaxDelay = 5 * time.Second
+	dopts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.opts.maxMsg), grpc.MaxCallSendMsgSize(c.opts.maxMsg)),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: c.opts.dialTimeout}),
+		// Large embedding responses: see the server's window size.
+		grpc.WithInitialWindowSize(16 << 20),
+		grpc.WithInitialConnWindowSize(16 << 20),
+		grpc.WithReadBufferSize(256 << 10),
+		grpc.WithWriteBufferSize(256 << 10),
+	}, c.opts.dialOpts...)
+	cc, err := grpc.NewClient(addr, dopts...)
+	if err != nil {
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("shard address %q: %v", addr, err)}
+	}
+	cn.cc, cn.stub = cc, pspb.NewParameterServerClient(cc)
+	return cn, nil
+}
+
+// newSet builds a shard set over addrs, reusing the connections of old to equal addresses.
+func (c *Client) newSet(addrs []string, old *shardSet) (*shardSet, error) {
+	if len(addrs) == 0 {
+		return nil, &InvalidConfigError{Msg: "no PS shard addresses"}
+	}
+	byAddr := make(map[string]*conn)
+	if old != nil {
+		for _, cn := range old.conns {
+			byAddr[cn.addr] = cn
+		}
+	}
+	set := &shardSet{conns: make([]*conn, len(addrs))}
+	for k, a := range addrs {
+		cn := byAddr[a]
+		if cn == nil {
+			var err error
+			if cn, err = c.dial(a); err != nil {
+				set.conns = set.conns[:k]
+				set.free()
+				return nil, err
+			}
+			byAddr[a] = cn
+		}
+		cn.owners.Add(1)
+		set.conns[k] = cn
+	}
+	return set, nil
+}
+
+// free drops the set's references to its connections, closing the unreferenced ones.
+func (s *shardSet) free() {
+	for _, cn := range s.conns {
+		if cn.owners.Add(-1) == 0 && cn.cc != nil {
+			cn.cc.Close()
+		}
+	}
+}
+
+// retire marks the set replaced; it is freed when its last call releases it.
+func (s *shardSet) retire() {
+	s.mu.Lock()
+	s.dead = true
+	free := s.refs == 0
+	s.mu.Unlock()
+	if free {
+		s.free()
+	}
+}
+
+func (s *shardSet) release() {
+	s.mu.Lock()
+	s.refs--
+	free := s.dead && s.refs == 0
+	s.mu.Unlock()
+	if free {
+		s.free()
+	}
+}
+
+// acquire returns the current shard set with a reference held; release it when done.
+func (c *Client) acquire() (*shardSet, error) {
+	for {
+		s := c.cur.Load()
+		if s == nil {
+			return nil, errClosed
+		}
+		s.mu.Lock()
+		if !s.dead {
+			s.refs++
+			s.mu.Unlock()
+			return s, nil
+		}
+		s.mu.Unlock() // replaced meanwhile: cur already points to its successor
+	}
+}
+
+// SetShards replaces the shard addresses (a discovery membership change). Connections to
+// unchanged addresses are kept; calls already running finish on the old set, whose other
+// connections close when they are done. Changing the number of shards changes routing.
+func (c *Client) SetShards(addrs []string) error {
+	c.setMu.Lock()
+	defer c.setMu.Unlock()
+	old := c.cur.Load()
+	if old == nil {
+		return errClosed
+	}
+	set, err := c.newSet(addrs, old)
+	if err != nil {
+		return err
+	}
+	c.cur.Store(set)
+	old.retire()
+	return nil
+}
+
+// Addrs are the current shard addresses.
+func (c *Client) Addrs() []string {
+	s, err := c.acquire()
+	if err != nil {
+		return nil
+	}
+	defer s.release()
+	out := make([]string, len(s.conns))
+	for k, cn := range s.conns {
+		out[k] = cn.addr
+	}
+	return out
+}
+
+// NumShards is the current number of shards (0 after Close).
+func (c *Client) NumShards() int { return len(c.Addrs()) }
+
+// Close closes the connections once running calls finish; later calls fail with an
+// *InvalidConfigError. It is idempotent.
+func (c *Client) Close() error {
+	c.setMu.Lock()
+	defer c.setMu.Unlock()
+	if old := c.cur.Swap(nil); old != nil {
+		old.retire()
+	}
+	return nil
+}
+
+// call runs one RPC on shard k of set with the per-attempt timeout, retrying
+// codes.Unavailable with exponential backoff. Timeouts become *TimeoutError (inside an
+// *RPCError); other failures *RPCError.
+func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int, timeout time.Duration,
+	f func(context.Context, pspb.ParameterServerClient) (T, error),
+) (T, error) {
+	var zero T
+	cn := set.conns[k]
+	if cn.cc == nil {
+		return zero, &RPCError{Op: op, Shard: k, Err: status.Errorf(codes.Unavailable, "shard %d has no address", k)}
+	}
+	delay := c.opts.backoff
+	for attempt := 0; ; attempt++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		resp, err := f(actx, cn.stub)
+		cancel()
+		if err == nil {
+			return resp, nil
+		}
+		code := status.Code(err)
+		if ctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return zero, &RPCError{Op: op, Shard: k, Err: &TimeoutError{Op: op}}
+			}
+			return zero, &RPCError{Op: op, Shard: k, Err: ctx.Err()}
+		}
+		if code == codes.DeadlineExceeded {
+			return zero, &RPCError{Op: op, Shard: k, Err: &TimeoutError{Op: op, After: timeout}}
+		}
+		if code != codes.Unavailable || attempt >= c.opts.retries {
+			return zero, &RPCError{Op: op, Shard: k, Err: err}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return zero, &RPCError{Op: op, Shard: k, Err: err}
+		case <-t.C:
+		}
+		delay = min(2*delay, c.opts.maxBackoff)
+	}
+}
+
+// fanout runs f for every listed shard concurrently (inline when there is one) and joins
+// the errors in shard order.
+func fanout(shards []int, f func(k int) error) error {
+	if len(shards) == 1 {
+		return f(shards[0])
+	}
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, k := range shards {
+		wg.Go(func() { errs[i] = f(k) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func allShards(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func (c *Client) checkShard(set *shardSet, k int) error {
+	if k < 0 || k >= len(set.conns) {
+		return &InvalidConfigError{Msg: fmt.Sprintf("shard %d out of range [0, %d)", k, len(set.conns))}
+	}
+	return nil
+}
+
+// LookupOptions are the optional parts of a Lookup.
+type LookupOptions struct {
+	// CreateIfMissing creates absent fids that pass the admission filter.
+	CreateIfMissing bool
+	// WantFound fills LookupResult.Found.
+	WantFound bool
+}
+
+// LookupResult is a Lookup's rows and counts (spec/ps.md §8.2, per position).
+type LookupResult struct {
+	// Embeddings holds len(fids) × dim floats in request order; absent fids are zeros.
+	Embeddings []float32
+	// Found[i] reports whether fids[i] existed (only with WantFound).
+	Found          []bool
+	NumFound       int64
+	NumInitialized int64
+}
+
+// position is where the answer for one request position lives: shard and index in that
+// shard's sub-request.
+type position struct{ shard, local int32 }
+
+// route assigns each position of fids to its shard (uint64(f) % n) and returns the
+// positions and the per-shard fid lists, in request order within each shard.
+func route(fids []int64, n int) ([]position, [][]int64) {
+	pos := make([]position, len(fids))
+	per := make([][]int64, n)
+	counts := make([]int, n)
+	for _, f := range fids {
+		counts[uint64(f)%uint64(n)]++
+	}
+	for k := range per {
+		per[k] = make([]int64, 0, counts[k])
+	}
+	for i, f := range fids {
+		k := int(uint64(f) % uint64(n))
+		pos[i] = position{shard: int32(k), local: int32(len(per[k]))}
+		per[k] = append(per[k], f)
+	}
+	return pos, per
+}
+
+func involved(per [][]int64) []int {
+	var ks []int
+	for k, p := range per {
+		if len(p) > 0 {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// Lookup returns the rows of fids of a table, in request order, asking every involved shard
+// concurrently. A shard answering a non-zero status is a *StatusError; a failed RPC an
+// *RPCError.
+func (c *Client) Lookup(ctx context.Context, table string, dim int, fids []int64, opts LookupOptions) (*LookupResult, error) {
+	if dim <= 0 || dim > math.MaxInt32 {
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("lookup table %q: dim %d, want > 0", table, dim)}
+	}
+	if len(fids) > math.MaxInt32 {
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("lookup table %q: %d fids", table, len(fids))}
+	}
+	set, err := c.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer set.release()
+	res := &LookupResult{Embeddings: make([]float32, len(fids)*dim)}
+	if opts.WantFound {
+		res.Found = make([]bool, len(fids))
+	}
+	if len(fids) == 0 {
+		return res, nil
+	}
+	pos, per := route(fids, len(set.conns))
+	resps := make([]*pspb.LookupResponse, len(per))
+	err = fanout(involved(per), func(k int) error {
+		resp, err := call(ctx, c, set, "Lookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.LookupResponse, error) {
+			return s.Lookup(ctx, &pspb.LookupRequest{Table: table, DimSize: int32(dim), Fids: per[k], CreateIfMissing: opts.CreateIfMissing, WantFound: opts.WantFound})
+		})
+		if err != nil {
+			return err
+		}
+		if resp.GetStatusCode() != 0 {
+			return &StatusError{Op: "Lookup", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()}
+		}
+		if len(resp.GetEmbeddings()) != len(per[k])*dim || (opts.WantFound && len(resp.GetFound()) != len(per[k])) {
+			return &RPCError{Op: "Lookup", Shard: k, Err: fmt.Errorf("malformed response: %d floats and %d found flags for %d fids of dim %d",
+				len(resp.GetEmbeddings()), len(resp.GetFound()), len(per[k]), dim)}
+		}
+		resps[k] = resp
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range pos {
+		r, l := resps[p.shard], int(p.local)
+		copy(res.Embeddings[i*dim:(i+1)*dim], r.Embeddings[l*dim:(l+1)*dim])
+		if opts.WantFound {
+			res.Found[i] = r.Found[l]
+		}
+	}
+	for _, r := range resps {
+		res.NumFound += r.GetNumFound()
+		res.NumInitialized += r.GetNumInitialized()
+	}
+	return res, nil
+}
+
+// ApplyResult sums the shards' ApplyGradients counts (unique fids, P2).
+type ApplyResult struct {
+	NumUpdated  int64 // stepped, created ones included
+	NumNotFound int64 // absent and not created
+	NumCreated  int64
+}
+
+// ApplyGradients sends each shard its fids with their gradients (grads holds len(fids) ×
+// dim floats) and the learning rates (one per segment, or none for the configured ones).
+// Shards apply independently: when some fail, the others' updates stand and the error
+// joins the failures. updateTime 0 means the servers' clock.
+func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids []int64, grads, lrs []float32, step, updateTime int64) (*ApplyResult, error) {
+	if dim <= 0 || dim > math.MaxInt32 {
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: dim %d, want > 0", table, dim)}
+	}
+	if len(grads) != len(fids)*dim {
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: %d gradients for %d fids of dim %d", table, len(grads), len(fids), dim)}
+	}
+	set, err := c.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer set.release()
+	res := &ApplyResult{}
+	if len(fids) == 0 {
+		return res, nil
+	}
+	n := len(set.conns)
+	_, per := route(fids, n)
+	perGrads := make([][]float32, n)
+	for k := range perGrads {
+		perGrads[k] = make([]float32, 0, len(per[k])*dim)
+	}
+	for i, f := range fids {
+		k := uint64(f) % uint64(n)
+		perGrads[k] = append(perGrads[k], grads[i*dim:(i+1)*dim]...)
+	}
+	resps := make([]*pspb.ApplyGradientsResponse, n)
+	err = fanout(involved(per), func(k int) error {
+		resp, err := call(ctx, c, set, "ApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.ApplyGradientsResponse, error) {
+			return s.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{
+				Table: table, DimSize: int32(dim), Fids: per[k], Gradients: perGrads[k],
+				LearningRates: lrs, GlobalStep: step, UpdateTime: updateTime,
+			})
+		})
+		if err != nil {
+			return err
+		}
+		if resp.GetStatusCode() != 0 {
+			return &StatusError{Op: "ApplyGradients", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()}
+		}
+		resps[k] = resp
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range resps {
+		res.NumUpdated += r.GetNumUpdated()
+		res.NumNotFound += r.GetNumNotFound()
+		res.NumCreated += r.GetNumCreated()
+	}
+	return res, nil
+}
+
+// Barrier waits on barrier id of the coordinator, shard 0, until all numWorkers workers
+// arrived (spec/ps.md §8.4). A timeout is a *TimeoutError (after which every worker may
+// retry); a mismatched num_workers or a duplicate arrival an *InvalidConfigError.
+func (c *Client) Barrier(ctx context.Context, id string, worker, numWorkers int, timeout time.Duration) error {
+	return c.BarrierOnShard(ctx, 0, id, worker, numWorkers, timeout)
+}
+
+// BarrierOnShard is Barrier with shard k as the coordinator.
+func (c *Client) BarrierOnShard(ctx context.Context, k int, id string, worker, numWorkers int, timeout time.Duration) error {
+	switch {
+	case timeout <= 0:
+		return &InvalidConfigError{Msg: fmt.Sprintf("barrier %q: timeout %v, want > 0", id, timeout)}
+	case numWorkers <= 0 || numWorkers > math.MaxInt32:
+		return &InvalidConfigError{Msg: fmt.Sprintf("barrier %q: num_workers %d, want > 0", id, numWorkers)}
+	case worker < 0 || worker >= numWorkers:
+		return &InvalidConfigError{Msg: fmt.Sprintf("barrier %q: worker %d out of range [0, %d)", id, worker, numWorkers)}
+	}
+	set, err := c.acquire()
+	if err != nil {
+		return err
+	}
+	defer set.release()
+	if err := c.checkShard(set, k); err != nil {
+		return err
+	}
+	ms := (timeout + time.Millisecond - 1) / time.Millisecond
+	resp, err := call(ctx, c, set, "Barrier", k, timeout+barrierGrace, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.BarrierResponse, error) {
+		return s.Barrier(ctx, &pspb.BarrierRequest{BarrierId: id, WorkerId: int32(worker), NumWorkers: int32(numWorkers), TimeoutMs: int64(ms)})
+	})
+	if err != nil {
+		return err
+	}
+	switch resp.GetStatusCode() {
+	case 0:
+		return nil
+	case 2:
+		return &TimeoutError{Op: "Barrier", After: timeout}
+	case 1:
+		return &InvalidConfigError{Msg: resp.GetErrorMessage()}
+	default:
+		return &RPCError{Op: "Barrier", Shard: k, Err: fmt.Errorf("status %d: %s", resp.GetStatusCode(), resp.GetErrorMessage())}
+	}
+}
+
+// HealthCheck checks component on shard 0.
+func (c *Client) HealthCheck(ctx context.Context, component string) (*pspb.HealthCheckResponse, error) {
+	return c.HealthCheckShard(ctx, 0, component)
+}
+
+// HealthCheckShard checks component on shard k.
+func (c *Client) HealthCheckShard(ctx context.Context, k int, component string) (*pspb.HealthCheckResponse, error) {
+	return onShard(ctx, c, "HealthCheck", k, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.HealthCheckResponse, error) {
+		return s.HealthCheck(ctx, &pspb.HealthCheckRequest{Component: component})
+	})
+}
+
+// HealthCheckAll checks component on every shard in parallel. Slot k is shard k's answer,
+// nil when it failed; err joins the failures.
+func (c *Client) HealthCheckAll(ctx context.Context, component string) ([]*pspb.HealthCheckResponse, error) {
+	return onAll(ctx, c, "HealthCheck", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.HealthCheckResponse, error) {
+		return s.HealthCheck(ctx, &pspb.HealthCheckRequest{Component: component})
+	})
+}
+
+// GetStats returns the statistics of shard 0.
+func (c *Client) GetStats(ctx context.Context, includeTables bool) (*pspb.GetStatsResponse, error) {
+	return c.GetStatsShard(ctx, 0, includeTables)
+}
+
+// GetStatsShard returns the statistics of shard k.
+func (c *Client) GetStatsShard(ctx context.Context, k int, includeTables bool) (*pspb.GetStatsResponse, error) {
+	return onShard(ctx, c, "GetStats", k, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
+		return s.GetStats(ctx, &pspb.GetStatsRequest{IncludeTableStats: includeTables})
+	})
+}
+
+// GetStatsAll returns every shard's statistics, fetched in parallel. Slot k is shard k's,
+// nil when it failed; err joins the failures.
+func (c *Client) GetStatsAll(ctx context.Context, includeTables bool) ([]*pspb.GetStatsResponse, error) {
+	return onAll(ctx, c, "GetStats", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
+		return s.GetStats(ctx, &pspb.GetStatsRequest{IncludeTableStats: includeTables})
+	})
+}
+
+// Save makes every shard write a checkpoint now, in parallel. Slot k is shard k's answer,
+// nil when it failed; err joins the failures.
+func (c *Client) Save(ctx context.Context) ([]*pspb.SaveResponse, error) {
+	return onAll(ctx, c, "Save", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.SaveResponse, error) {
+		return s.Save(ctx, &pspb.SaveRequest{})
+	})
+}
+
+func onShard[T any](ctx context.Context, c *Client, op string, k int, f func(context.Context, pspb.ParameterServerClient) (T, error)) (T, error) {
+	var zero T
+	set, err := c.acquire()
+	if err != nil {
+		return zero, err
+	}
+	defer set.release()
+	if err := c.checkShard(set, k); err != nil {
+		return zero, err
+	}
+	return call(ctx, c, set, op, k, c.opts.callTimeout, f)
+}
+
+func onAll[T any](ctx context.Context, c *Client, op string, f func(context.Context, pspb.ParameterServerClient) (T, error)) ([]T, error) {
+	set, err := c.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer set.release()
+	out := make([]T, len(set.conns))
+	err = fanout(allShards(len(set.conns)), func(k int) error {
+		r, err := call(ctx, c, set, op, k, c.opts.callTimeout, f)
+		out[k] = r
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,172 @@
+package compress
+
+import (
+	"fmt"
+	"math"
+)
+
+// Float32ToFp16 returns the IEEE 754 binary16 encoding of f, rounded to nearest with ties
+// to even. Values whose magnitude rounds above 65504 become ±Inf; magnitudes below 2⁻²⁵
+// become ±0 (the sign is kept). NaN stays NaN: the result is a quiet NaN carrying the top
+// nine payload bits of f, as half.hpp and the F16C instructions produce.
+func Float32ToFp16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	a := b & 0x7fffffff
+	switch {
+	case a > 0x7f800000: // NaN
+		return sign | 0x7e00 | uint16(a>>13)&0x3ff
+	case a >= 0x47800000: // ≥ 65536 and Inf
+		return sign | 0x7c00
+	case a >= 0x38800000: // normal binary16 range (≥ 2⁻¹⁴)
+		// Rebias the exponent from 127 to 15 and keep the top 10 mantissa bits. A carry
+		// out of the mantissa moves into the exponent, up to Inf for [65520, 65536).
+		m := a - 112<<23
+		return sign | uint16(roundShift(m, 13))
+	case a >= 0x33000000: // binary16 subnormals (≥ 2⁻²⁵ rounds to at least 0 or 1 ulp)
+		e := a >> 23
+		m := a&0x7fffff | 0x800000
+		return sign | uint16(roundShift(m, 126-e))
+	default:
+		return sign
+	}
+}
+
+// roundShift returns m >> s rounded to nearest, ties to even (1 ≤ s ≤ 31).
+func roundShift(m, s uint32) uint32 {
+	q := m >> s
+	rem := m & (1<<s - 1)
+	half := uint32(1) << (s - 1)
+	if rem > half || rem == half && q&1 == 1 {
+		q++
+	}
+	return q
+}
+
+// Fp16ToFloat32 widens the binary16 value h to float32. The conversion is exact; NaN
+// payloads are kept.
+func Fp16ToFloat32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	a := uint32(h & 0x7fff)
+	if a-0x400 < 0x7800 { // normal (exponent 1–30): rebias the exponent from 15 to 127
+		return math.Float32frombits(sign | (a<<13 + 112<<23))
+	}
+	return fp16Special(sign, a)
+}
+
+// fp16Special widens zeros, subnormals, infinities and NaNs (a = h without its sign).
+func fp16Special(sign, a uint32) float32 {
+	if a >= 0x7c00 { // Inf and NaN keep their payload
+		return math.Float32frombits(sign | 0x7f800000 | (a&0x3ff)<<13)
+	}
+	if a == 0 {
+		return math.Float32frombits(sign)
+	}
+	// Subnormal a·2⁻²⁴: shift the leading one into the implicit bit.
+	e := uint32(113)
+	for a&0x400 == 0 {
+		a <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (a&0x3ff)<<13)
+}
+
+// EncodeFp16 encodes src into dst as binary16 (see Float32ToFp16). It writes len(src)
+// values and panics if dst is shorter.
+func EncodeFp16(dst []uint16, src []float32) {
+	dst = fit(dst, len(src))
+	for i, x := range src {
+		dst[i] = Float32ToFp16(x)
+	}
+}
+
+// DecodeFp16 widens the binary16 values of src into dst. It writes len(src) values and
+// panics if dst is shorter.
+func DecodeFp16(dst []float32, src []uint16) {
+	dst = fit(dst, len(src))
+	for i, h := range src {
+		dst[i] = Fp16ToFloat32(h)
+	}
+}
+
+// FixedR8Step is the quantization step of the fixed_r8 codec with range r: r/128.
+func FixedR8Step(r float32) float32 { return r / 128 }
+
+// EncodeFixedR8 quantizes src into dst with range r (step r/128): NaN becomes 0; other
+// values move half a step away from zero, are divided by the step, truncated toward zero
+// and clamped to [−128, 127]. It writes len(src) values and panics if dst is shorter.
+func EncodeFixedR8(dst []int8, src []float32, r float32) {
+	dst = fit(dst, len(src))
+	step := FixedR8Step(r)
+	half := step / 2
+	for i, x := range src {
+		dst[i] = quantizeR8(x, step, half)
+	}
+}
+
+// DecodeFixedR8 writes q·(r/128) for each code q of src into dst. It writes len(src)
+// values and panics if dst is shorter.
+func DecodeFixedR8(dst []float32, src []int8, r float32) {
+	dst = fit(dst, len(src))
+	step := FixedR8Step(r)
+	for i, q := range src {
+		dst[i] = float32(q) * step
+	}
+}
+
+// quantizeR8 is one fixed_r8 code. Every input, including ±Inf and a zero step, gives a
+// defined code: the clamps run on the float quotient before the integer conversion.
+func quantizeR8(x, step, half float32) int8 {
+	if x != x {
+		return 0
+	}
+	if x >= 0 {
+		x += half
+	} else {
+		x -= half
+	}
+	q := x / step
+	switch {
+	case q >= 127:
+		return 127
+	case q <= -128:
+		return -128
+	case q != q: // 0/0 with a zero step
+		return 0
+	}
+	return int8(q)
+}
+
+// EncodeOneBit writes the HashNet sign code of each value of src into dst: +1 when
+// amplitude·tanh(initScale·x) > 0, else −1 (so 0 and NaN give −1). It writes len(src)
+// values and panics if dst is shorter.
+func EncodeOneBit(dst []int8, src []float32, amplitude, initScale float32) {
+	dst = fit(dst, len(src))
+	for i, x := range src {
+		if amplitude*tanh32(initScale*x) > 0 {
+			dst[i] = 1
+		} else {
+			dst[i] = -1
+		}
+	}
+}
+
+// DecodeOneBit writes q·amplitude for each code q of src into dst (±amplitude for the
+// codes EncodeOneBit writes). It writes len(src) values and panics if dst is shorter.
+func DecodeOneBit(dst []float32, src []int8, amplitude float32) {
+	dst = fit(dst, len(src))
+	for i, q := range src {
+		dst[i] = float32(q) * amplitude
+	}
+}
+
+func tanh32(x float32) float32 { return float32(math.Tanh(float64(x))) }
+
+// fit returns dst[:n], panicking when dst is shorter than n (not merely when its capacity
+// is): a codec never writes past the length the caller handed it.
+func fit[T any](dst []T, n int) []T {
+	if len(dst) < n {
+		panic(fmt.Sprintf("ps/compress: dst has %d values, need %d", len(dst), n))
+	}
+	return dst[:n]
+}

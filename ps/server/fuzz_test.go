@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/monolith-go/monolith/schemas/pspb"
+)
+
+const fuzzMaxFids = 512
+
+// fuzzServer is a server that is never served: the fuzz targets call its handlers.
+func fuzzServer(f *testing.F) *Server {
+	o := testOptions(f)
+	o.MaxFidsPerRequest = fuzzMaxFids
+	s, err := New(o)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	return s
+}
+
+// boundFids keeps the tables small over a long fuzz run (negative fids stay negative).
+func boundFids(fids []int64) {
+	for i := range fids {
+		fids[i] %= 4096
+	}
+}
+
+func addSeeds(f *testing.F, msgs ...proto.Message) {
+	for _, m := range msgs {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+func checkLimit(t *testing.T, err error, n int) bool {
+	t.Helper()
+	if n > fuzzMaxFids {
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("%d fids: %v, want ResourceExhausted", n, err)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%d fids: %v", n, err)
+	}
+	return true
+}
+
+func checkLookup(t *testing.T, s *Server, req *pspb.LookupRequest, resp *pspb.LookupResponse) {
+	t.Helper()
+	tb := s.byName[req.GetTable()]
+	valid := tb != nil && req.GetDimSize() > 0 && int(req.GetDimSize()) == tb.Dim()
+	if !valid {
+		if resp.StatusCode != 1 || resp.ErrorMessage == "" || len(resp.Embeddings) != 0 {
+			t.Fatalf("invalid lookup answered %v", resp)
+		}
+		return
+	}
+	n := len(req.GetFids())
+	if resp.StatusCode != 0 {
+		t.Fatalf("valid lookup failed: %s", resp.ErrorMessage)
+	}
+	if len(resp.Embeddings) != n*tb.Dim() {
+		t.Fatalf("%d floats for %d fids of dim %d", len(resp.Embeddings), n, tb.Dim())
+	}
+	if req.GetWantFound() != (resp.Found != nil) || (resp.Found != nil && len(resp.Found) != n) {
+		t.Fatalf("found %v for %d fids (want_found %v)", resp.Found, n, req.GetWantFound())
+	}
+	if resp.NumFound < 0 || resp.NumInitialized < 0 || resp.NumFound+resp.NumInitialized > int64(n) {
+		t.Fatalf("found %d + initialized %d > %d fids", resp.NumFound, resp.NumInitialized, n)
+	}
+	if req.GetCreateIfMissing() && resp.NumFound+resp.NumInitialized != int64(n) {
+		t.Fatalf("create_if_missing without a filter: found %d + initialized %d != %d", resp.NumFound, resp.NumInitialized, n)
+	}
+	if !req.GetCreateIfMissing() && resp.NumInitialized != 0 {
+		t.Fatalf("read-only lookup initialized %d", resp.NumInitialized)
+	}
+}
+
+func checkApply(t *testing.T, s *Server, req *pspb.ApplyGradientsRequest, resp *pspb.ApplyGradientsResponse) {
+	t.Helper()
+	tb := s.byName[req.GetTable()]
+	valid := tb != nil && req.GetDimSize() > 0 && int(req.GetDimSize()) == tb.Dim() &&
+		len(req.GetGradients()) == len(req.GetFids())*tb.Dim() &&
+		(len(req.GetLearningRates()) == 0 || len(req.GetLearningRates()) == tb.Segments())
+	if !valid {
+		if resp.StatusCode != 1 || resp.ErrorMessage == "" || resp.NumUpdated != 0 {
+			t.Fatalf("invalid apply answered %v", resp)
+		}
+		return
+	}
+	if resp.StatusCode != 0 {
+		t.Fatalf("valid apply failed: %s", resp.ErrorMessage)
+	}
+	unique := map[int64]bool{}
+	for _, f := range req.GetFids() {
+		unique[f] = true
+	}
+	if resp.NumUpdated+resp.NumNotFound != int64(len(unique)) || resp.NumCreated > resp.NumUpdated || resp.NumCreated < 0 || resp.NumNotFound < 0 {
+		t.Fatalf("apply of %d unique fids: %v", len(unique), resp)
+	}
+}
+
+func FuzzLookup(f *testing.F) {
+	s := fuzzServer(f)
+	addSeeds(f,
+		&pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2, 1, -3}, WantFound: true},
+		&pspb.LookupRequest{Table: "two", DimSize: 3, Fids: []int64{7, 7}, CreateIfMissing: true},
+		&pspb.LookupRequest{Table: "emb", DimSize: 3, Fids: []int64{1}},
+		&pspb.LookupRequest{Table: "nope", DimSize: -1},
+		&pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: make([]int64, fuzzMaxFids+1)},
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &pspb.LookupRequest{}
+		if proto.Unmarshal(data, req) != nil {
+			return
+		}
+		boundFids(req.Fids)
+		resp, err := s.Lookup(context.Background(), req)
+		if checkLimit(t, err, len(req.GetFids())) {
+			checkLookup(t, s, req, resp)
+		}
+	})
+}
+
+func FuzzApplyGradients(f *testing.F) {
+	s := fuzzServer(f)
+	addSeeds(f,
+		&pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 1}, Gradients: []float32{1, 2, 3, 4, 5, 6, 7, 8}, GlobalStep: 3},
+		&pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{-9}, Gradients: []float32{1, 2, 3}, LearningRates: []float32{0.1, 0.2}, UpdateTime: 1700000000},
+		&pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: []float32{1, 2, 3}, LearningRates: []float32{0.1}},
+		&pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: []float32{1}},
+		&pspb.ApplyGradientsRequest{Table: "emb", DimSize: 0},
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &pspb.ApplyGradientsRequest{}
+		if proto.Unmarshal(data, req) != nil {
+			return
+		}
+		boundFids(req.Fids)
+		resp, err := s.ApplyGradients(context.Background(), req)
+		if checkLimit(t, err, len(req.GetFids())) {
+			checkApply(t, s, req, resp)
+		}
+	})
+}
+
+func FuzzBatchApply(f *testing.F) {
+	s := fuzzServer(f)
+	addSeeds(f,
+		&pspb.BatchApplyGradientsRequest{Requests: []*pspb.ApplyGradientsRequest{
+			{Table: "emb", DimSize: 4, Fids: []int64{1, 2}, Gradients: make([]float32, 8)},
+			{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: make([]float32, 3)},
+			{Table: "emb", DimSize: 4, Fids: []int64{1}},
+			{},
+		}},
+		&pspb.BatchApplyGradientsRequest{},
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &pspb.BatchApplyGradientsRequest{}
+		if proto.Unmarshal(data, req) != nil {
+			return
+		}
+		if len(req.Requests) > 64 {
+			req.Requests = req.Requests[:64]
+		}
+		n := 0
+		for _, r := range req.Requests {
+			boundFids(r.Fids)
+			n += len(r.Fids)
+		}
+		resp, err := s.BatchApplyGradients(context.Background(), req)
+		if !checkLimit(t, err, n) {
+			return
+		}
+		if len(resp.Responses) != len(req.Requests) {
+			t.Fatalf("%d responses for %d requests", len(resp.Responses), len(req.Requests))
+		}
+		for i, r := range req.Requests {
+			checkApply(t, s, r, resp.Responses[i])
+		}
+	})
+}

@@ -1,0 +1,168 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/monolith-go/monolith/schemas/pspb"
+)
+
+// Defaults of Options. A zero field of Options means its default.
+const (
+	DefaultListen            = "127.0.0.1:0"
+	DefaultKeepCheckpoints   = 3
+	DefaultMaxFidsPerRequest = 1 << 20
+	DefaultMaxMessageBytes   = 64 << 20
+	DefaultMemLimitBytes     = int64(1) << 62 // Monolith's monolith_default_machine_info_mem_limit
+)
+
+// Options configure one PS shard. Zero numeric and string fields take the defaults of
+// DefaultOptions; Tables is required.
+type Options struct {
+	// Shard is this server's index in [0, NumShards); fid f belongs to shard
+	// uint64(f) % NumShards (P10).
+	Shard, NumShards int
+	// Listen is the gRPC address (default "127.0.0.1:0", an ephemeral port).
+	Listen string
+	// MetricsListen is the HTTP address of /metrics (Prometheus text format). Empty turns it
+	// off; a bare port ("9100" or ":9100") binds 127.0.0.1.
+	MetricsListen string
+	// Tables are the tables this shard serves (the --tables file).
+	Tables *pspb.TablesConfig
+	// CheckpointDir, when set, holds this shard's checkpoints under
+	// shard-<Shard>-of-<NumShards>/: the newest is restored by New, Serve writes one on a
+	// graceful stop, and the Save RPC writes one on demand.
+	CheckpointDir string
+	// SaveEvery is the period of background saves (0: none); it needs CheckpointDir.
+	SaveEvery time.Duration
+	// KeepCheckpoints is how many checkpoints Prune keeps after each save (default 3).
+	KeepCheckpoints int
+	// MaxFidsPerRequest bounds the fids of one request, summed over the sub-requests of the
+	// batch RPCs (default 1<<20); more is rejected with codes.ResourceExhausted.
+	MaxFidsPerRequest int
+	// MaxMessageBytes bounds gRPC messages both ways (default 64 MiB).
+	MaxMessageBytes int
+	// MemLimitBytes is the HealthCheck memory limit on the resident set (default 2^62).
+	MemLimitBytes int64
+	// Seed seeds the tables' random initializers; each table of each shard derives its own.
+	Seed uint64
+	// Logger receives lifecycle and error logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns the defaults of every field but Shard, NumShards (1) and Tables.
+func DefaultOptions() Options {
+	return Options{
+		NumShards:         1,
+		Listen:            DefaultListen,
+		KeepCheckpoints:   DefaultKeepCheckpoints,
+		MaxFidsPerRequest: DefaultMaxFidsPerRequest,
+		MaxMessageBytes:   DefaultMaxMessageBytes,
+		MemLimitBytes:     DefaultMemLimitBytes,
+	}
+}
+
+// withDefaults fills the zero fields with their defaults.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Listen == "" {
+		o.Listen = d.Listen
+	}
+	if o.KeepCheckpoints == 0 {
+		o.KeepCheckpoints = d.KeepCheckpoints
+	}
+	if o.MaxFidsPerRequest == 0 {
+		o.MaxFidsPerRequest = d.MaxFidsPerRequest
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if o.MemLimitBytes == 0 {
+		o.MemLimitBytes = d.MemLimitBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Validate reports every inconsistent field, joined. Zero fields that have a default are
+// valid.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("ps/server: "+format, args...))
+	}
+	if o.NumShards < 1 {
+		bad("num shards %d, want at least 1", o.NumShards)
+	} else if o.Shard < 0 || o.Shard >= o.NumShards {
+		bad("shard %d out of range [0, %d)", o.Shard, o.NumShards)
+	}
+	if o.Tables == nil || len(o.Tables.GetTables()) == 0 {
+		bad("no tables configured")
+	} else {
+		seen := make(map[string]bool, len(o.Tables.GetTables()))
+		for i, t := range o.Tables.GetTables() {
+			switch {
+			case t.GetName() == "":
+				bad("table %d has no name", i)
+			case seen[t.GetName()]:
+				bad("table %q configured twice", t.GetName())
+			}
+			seen[t.GetName()] = true
+		}
+	}
+	if o.SaveEvery < 0 {
+		bad("save every %v is negative", o.SaveEvery)
+	}
+	if o.SaveEvery > 0 && o.CheckpointDir == "" {
+		bad("save every %v needs a checkpoint directory", o.SaveEvery)
+	}
+	if o.KeepCheckpoints < 0 {
+		bad("keep checkpoints %d is negative", o.KeepCheckpoints)
+	}
+	if o.MaxFidsPerRequest < 0 {
+		bad("max fids per request %d is negative", o.MaxFidsPerRequest)
+	}
+	if o.MaxMessageBytes < 0 {
+		bad("max message bytes %d is negative", o.MaxMessageBytes)
+	}
+	if o.MemLimitBytes < 0 {
+		bad("memory limit %d is negative", o.MemLimitBytes)
+	}
+	if o.Listen != "" {
+		if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+			bad("listen address %q: %v", o.Listen, err)
+		}
+	}
+	if o.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(metricsAddr(o.MetricsListen)); err != nil {
+			bad("metrics address %q: %v", o.MetricsListen, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// metricsAddr binds a bare port ("9100", ":9100") to 127.0.0.1.
+func metricsAddr(a string) string {
+	if a == "" {
+		return ""
+	}
+	if !strings.Contains(a, ":") {
+		return "127.0.0.1:" + a
+	}
+	if strings.HasPrefix(a, ":") {
+		return "127.0.0.1" + a
+	}
+	return a
+}
+
+// ShardDir is the folder of shard's checkpoints under a checkpoint directory.
+func ShardDir(checkpointDir string, shard, numShards int) string {
+	return filepath.Join(checkpointDir, fmt.Sprintf("shard-%d-of-%d", shard, numShards))
+}

@@ -1,0 +1,627 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/monolith-go/monolith/ps/checkpoint"
+	"github.com/monolith-go/monolith/ps/table"
+	"github.com/monolith-go/monolith/schemas/pspb"
+)
+
+// ErrClosed is returned by Serve on a server that was closed.
+var ErrClosed = errors.New("ps/server: server closed")
+
+// Server is one PS shard: its tables, the ParameterServer gRPC service, the standard gRPC
+// health service and the optional /metrics endpoint. Its methods are safe for concurrent
+// use. The gRPC handlers may also be called directly (tests, in-process use).
+type Server struct {
+	pspb.UnimplementedParameterServerServer
+
+	opts    Options
+	log     *slog.Logger
+	tables  []*table.Table
+	byName  map[string]*table.Table
+	evict   []time.Duration // per table; 0 when eviction is off
+	ckptDir string          // this shard's checkpoint folder; "" without CheckpointDir
+
+	step     atomic.Int64 // largest global_step seen (checkpoint metadata)
+	metrics  metrics
+	barriers *barriers
+	readRSS  func() (int64, error)
+	saveMu   sync.Mutex // one save at a time
+
+	grpc       *grpc.Server
+	health     *health.Server
+	lis        net.Listener
+	metricsLis net.Listener
+	http       *http.Server
+
+	stopping  chan struct{} // closed at shutdown: barrier waiters give up
+	stopOnce  sync.Once
+	closed    chan struct{} // closed by Close
+	closeOnce sync.Once
+	serving   atomic.Bool   // Serve was called
+	served    chan struct{} // closed when Serve returns
+}
+
+var _ pspb.ParameterServerServer = (*Server)(nil)
+
+// gracePeriod bounds how long a graceful stop waits for in-flight RPCs.
+const gracePeriod = 10 * time.Second
+
+// New builds the tables of opts, restores the newest checkpoint of this shard when
+// CheckpointDir holds one, and listens on opts.Listen (and opts.MetricsListen). A
+// checkpoint that cannot be restored is an error naming its path: the server never starts
+// empty over a damaged checkpoint. Serve starts serving; Close releases everything.
+func New(opts Options) (*Server, error) {
+	opts = opts.withDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger.With("shard", opts.Shard, "num_shards", opts.NumShards),
+		byName:   make(map[string]*table.Table),
+		readRSS:  readRSS,
+		stopping: make(chan struct{}),
+		closed:   make(chan struct{}),
+		served:   make(chan struct{}),
+	}
+	s.barriers = newBarriers(s.stopping)
+	for i, spec := range opts.Tables.GetTables() {
+		t, err := table.FromSpec(spec, tableSeed(opts.Seed, opts.Shard, i), s.log.With("table", spec.GetName()))
+		if err != nil {
+			return nil, fmt.Errorf("ps/server: table %q: %w", spec.GetName(), err)
+		}
+		s.tables = append(s.tables, t)
+		s.byName[t.Name()] = t
+		var every time.Duration
+		if c := spec.GetConfig(); c.GetEnableFeatureEviction() {
+			every = time.Duration(max(c.GetFeatureEvictEveryNHours(), 1)) * time.Hour
+		}
+		s.evict = append(s.evict, every)
+	}
+	if opts.CheckpointDir != "" {
+		s.ckptDir = ShardDir(opts.CheckpointDir, opts.Shard, opts.NumShards)
+		if err := s.restore(); err != nil {
+			return nil, err
+		}
+	}
+
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
+		// Embedding responses are large (1000 fids × dim 32 = 128 KiB): windows of 64 KiB
+		// would stall every response on a WINDOW_UPDATE round trip.
+		grpc.InitialWindowSize(windowBytes),
+		grpc.InitialConnWindowSize(windowBytes),
+		grpc.ReadBufferSize(256<<10),
+		grpc.WriteBufferSize(256<<10),
+		grpc.ChainUnaryInterceptor(s.recoverInterceptor),
+	)
+	pspb.RegisterParameterServerServer(s.grpc, s)
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(pspb.ParameterServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+
+	lis, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("ps/server: shard %d: listen: %w", opts.Shard, err)
+	}
+	s.lis = lis
+	if opts.MetricsListen != "" {
+		ml, err := net.Listen("tcp", metricsAddr(opts.MetricsListen))
+		if err != nil {
+			lis.Close()
+			return nil, fmt.Errorf("ps/server: shard %d: metrics listen: %w", opts.Shard, err)
+		}
+		s.metricsLis = ml
+		s.http = &http.Server{Handler: s.metricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+	}
+	return s, nil
+}
+
+// tableSeed derives the initializer seed of table i of a shard (splitmix64 finalizer).
+// windowBytes is the HTTP/2 flow-control window of PS connections, both ways.
+const windowBytes = 16 << 20
+
+func tableSeed(seed uint64, shard, i int) uint64 {
+	x := seed ^ uint64(shard)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// restore loads the newest checkpoint of the shard folder into the fresh tables.
+func (s *Server) restore() error {
+	path, err := checkpoint.Latest(s.ckptDir)
+	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint) || errors.Is(err, fs.ErrNotExist):
+		s.log.Info("no checkpoint; starting empty", "dir", s.ckptDir)
+		return nil
+	case err != nil:
+		return fmt.Errorf("ps/server: shard %d: find checkpoint in %s: %w", s.opts.Shard, s.ckptDir, err)
+	}
+	start := time.Now()
+	man, err := checkpoint.Restore(context.Background(), path, s.tables)
+	if err != nil {
+		return fmt.Errorf("ps/server: shard %d: restore checkpoint %s (not starting empty over it): %w", s.opts.Shard, path, err)
+	}
+	if int(man.GetShard()) != s.opts.Shard || int(man.GetNumShards()) != s.opts.NumShards {
+		return fmt.Errorf("ps/server: checkpoint %s is shard %d of %d, this server is shard %d of %d",
+			path, man.GetShard(), man.GetNumShards(), s.opts.Shard, s.opts.NumShards)
+	}
+	s.step.Store(man.GetStep())
+	var entries int64
+	for _, t := range s.tables {
+		entries += t.Stats().Size
+	}
+	s.log.Info("restored checkpoint", "path", path, "step", man.GetStep(), "entries", entries, "took", time.Since(start))
+	return nil
+}
+
+// Addr is the gRPC address the server listens on.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// MetricsAddr is the address of /metrics, "" when it is off.
+func (s *Server) MetricsAddr() string {
+	if s.metricsLis == nil {
+		return ""
+	}
+	return s.metricsLis.Addr().String()
+}
+
+// Tables are the served tables, in configuration order. Callers must not replace them.
+func (s *Server) Tables() []*table.Table { return s.tables }
+
+// Serve serves until ctx ends or Close is called. On the end of ctx it stops gracefully:
+// the health service turns NOT_SERVING, barrier waiters are released with Unavailable,
+// in-flight RPCs finish (for at most 10 s), and a final checkpoint is written when
+// CheckpointDir is set; it then returns nil, or the error of that save. Close stops at
+// once and writes no checkpoint, like a crash after the last save. Serve may be called once.
+func (s *Server) Serve(ctx context.Context) error {
+	if !s.serving.CompareAndSwap(false, true) {
+		return errors.New("ps/server: Serve called twice")
+	}
+	defer close(s.served)
+	select {
+	case <-s.closed:
+		s.stopNow()
+		return ErrClosed
+	default:
+	}
+	s.log.Debug("serving", "addr", s.Addr(), "metrics", s.MetricsAddr(), "tables", len(s.tables))
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Go(func() {
+		if err := s.grpc.Serve(s.lis); err != nil {
+			errc <- fmt.Errorf("ps/server: grpc serve: %w", err)
+		}
+	})
+	if s.http != nil {
+		wg.Go(func() {
+			if err := s.http.Serve(s.metricsLis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("ps/server: metrics serve: %w", err)
+			}
+		})
+	}
+	bg, stopBG := context.WithCancel(context.Background())
+	s.background(bg, &wg)
+
+	var err error
+	save := true
+	select {
+	case <-ctx.Done():
+	case <-s.closed:
+		save = false
+	case err = <-errc:
+	}
+	s.health.Shutdown()
+	s.stopOnce.Do(func() { close(s.stopping) })
+	stopBG()
+	if save {
+		done := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(gracePeriod):
+			s.log.Warn("graceful stop timed out; cancelling in-flight RPCs")
+			s.grpc.Stop()
+			<-done
+		}
+	}
+	s.stopNow()
+	wg.Wait()
+	if save && s.ckptDir != "" {
+		if _, serr := s.save(context.Background(), "shutdown"); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}
+	s.log.Info("stopped", "err", err)
+	return err
+}
+
+// Run is Serve.
+func (s *Server) Run(ctx context.Context) error { return s.Serve(ctx) }
+
+// stopNow stops serving at once. Safe to call more than once.
+func (s *Server) stopNow() {
+	s.health.Shutdown()
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.grpc.Stop()
+	s.lis.Close()
+	if s.http != nil {
+		s.http.Close()
+	}
+	if s.metricsLis != nil {
+		s.metricsLis.Close()
+	}
+}
+
+// Close stops the server at once without a final checkpoint (in-flight RPCs are cancelled)
+// and waits for Serve to return. It is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		if s.serving.Load() {
+			<-s.served
+		}
+		s.stopNow()
+	})
+	return nil
+}
+
+// background starts the periodic saver and the per-table evictors.
+func (s *Server) background(ctx context.Context, wg *sync.WaitGroup) {
+	if s.opts.SaveEvery > 0 && s.ckptDir != "" {
+		wg.Go(func() {
+			tick := time.NewTicker(s.opts.SaveEvery)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if _, err := s.save(ctx, "periodic"); err != nil && ctx.Err() == nil {
+						s.log.Error("periodic checkpoint failed", "err", err)
+					}
+				}
+			}
+		})
+	}
+	for i, every := range s.evict {
+		if every <= 0 {
+			continue
+		}
+		t := s.tables[i]
+		wg.Go(func() {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					n := t.Evict()
+					s.metrics.evicted.Add(int64(n))
+					s.log.Info("evicted expired entries", "table", t.Name(), "entries", n)
+				}
+			}
+		})
+	}
+}
+
+// save writes a checkpoint of every table and prunes old ones.
+func (s *Server) save(ctx context.Context, reason string) (checkpoint.Result, error) {
+	if s.ckptDir == "" {
+		return checkpoint.Result{}, errors.New("ps/server: no checkpoint directory configured")
+	}
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	start := time.Now()
+	meta := checkpoint.Meta{Step: s.step.Load(), Shard: s.opts.Shard, NumShards: s.opts.NumShards}
+	res, err := checkpoint.Save(ctx, s.ckptDir, meta, s.tables)
+	if err != nil {
+		s.metrics.saveErrors.Add(1)
+		return res, fmt.Errorf("ps/server: shard %d: save checkpoint in %s: %w", s.opts.Shard, s.ckptDir, err)
+	}
+	s.metrics.saves.Add(1)
+	s.log.Info("saved checkpoint", "reason", reason, "path", res.Path, "entries", res.Entries, "step", meta.Step, "took", time.Since(start))
+	if err := checkpoint.Prune(s.ckptDir, s.opts.KeepCheckpoints); err != nil {
+		s.log.Warn("prune checkpoints", "dir", s.ckptDir, "err", err)
+	}
+	return res, nil
+}
+
+// recoverInterceptor turns a panic in a handler into codes.Internal instead of a crash.
+func (s *Server) recoverInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in handler", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
+			resp, err = nil, status.Errorf(codes.Internal, "ps/server: internal error in %s", info.FullMethod)
+		}
+	}()
+	return h(ctx, req)
+}
+
+// ---- handlers ----
+
+// checkFids rejects requests over MaxFidsPerRequest with codes.ResourceExhausted.
+func (s *Server) checkFids(op string, n int) error {
+	if n <= s.opts.MaxFidsPerRequest {
+		return nil
+	}
+	s.metrics.rejected.Add(1)
+	return status.Errorf(codes.ResourceExhausted, "ps/server: %s of %d fids exceeds the limit of %d fids per request", op, n, s.opts.MaxFidsPerRequest)
+}
+
+// resolve finds the table of a request and checks its dim_size.
+func (s *Server) resolve(op, name string, dim int32) (*table.Table, int, string) {
+	t := s.byName[name]
+	if t == nil {
+		names := make([]string, len(s.tables))
+		for i, t := range s.tables {
+			names[i] = fmt.Sprintf("%q", t.Name())
+		}
+		return nil, 0, fmt.Sprintf("ps/server: %s: unknown table %q (shard %d of %d serves %s)",
+			op, name, s.opts.Shard, s.opts.NumShards, strings.Join(names, ", "))
+	}
+	if dim <= 0 || int(dim) != t.Dim() {
+		return nil, 0, fmt.Sprintf("ps/server: %s table %q: dim_size %d does not match the table dim %d", op, name, dim, t.Dim())
+	}
+	return t, t.Dim(), ""
+}
+
+// Lookup returns the rows of req.fids in request order (spec/ps.md §8.2): read-only with
+// zeros for absent fids, or creating them with create_if_missing. A bad table or dim_size is
+// status_code 1; more fids than MaxFidsPerRequest is codes.ResourceExhausted.
+func (s *Server) Lookup(_ context.Context, req *pspb.LookupRequest) (*pspb.LookupResponse, error) {
+	if err := s.checkFids("lookup", len(req.GetFids())); err != nil {
+		s.metrics.observeLookup(time.Now(), 0, true)
+		return nil, err
+	}
+	return s.lookup(req), nil
+}
+
+func (s *Server) lookup(req *pspb.LookupRequest) (resp *pspb.LookupResponse) {
+	start := time.Now()
+	fids := req.GetFids()
+	defer func() { s.metrics.observeLookup(start, len(fids), resp.StatusCode != statusOK) }()
+	t, dim, msg := s.resolve("lookup", req.GetTable(), req.GetDimSize())
+	if msg != "" {
+		return &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: msg}
+	}
+	out := make([]float32, len(fids)*dim)
+	var found []bool
+	if req.GetWantFound() {
+		found = make([]bool, len(fids))
+	}
+	var nf, ni int
+	var err error
+	if req.GetCreateIfMissing() {
+		nf, ni, err = t.LookupOrCreate(fids, out, found)
+	} else {
+		nf, err = t.Lookup(fids, out, found)
+	}
+	if err != nil {
+		return &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf("ps/server: lookup table %q: %v", t.Name(), err)}
+	}
+	return &pspb.LookupResponse{Embeddings: out, Found: found, NumFound: int64(nf), NumInitialized: int64(ni)}
+}
+
+// ApplyGradients steps every unique fid once with the sum of its gradients (spec/ps.md
+// §8.3, P1, P2). Everything is validated before a table is touched; failures are
+// status_code 1 and still count as applies in the statistics.
+func (s *Server) ApplyGradients(_ context.Context, req *pspb.ApplyGradientsRequest) (*pspb.ApplyGradientsResponse, error) {
+	if err := s.checkFids("apply", len(req.GetFids())); err != nil {
+		s.metrics.observeApply(time.Now(), 0, true)
+		return nil, err
+	}
+	return s.apply(req), nil
+}
+
+func (s *Server) apply(req *pspb.ApplyGradientsRequest) (resp *pspb.ApplyGradientsResponse) {
+	start := time.Now()
+	fids, grads, lrs := req.GetFids(), req.GetGradients(), req.GetLearningRates()
+	defer func() { s.metrics.observeApply(start, len(fids), resp.StatusCode != statusOK) }()
+	fail := func(format string, args ...any) *pspb.ApplyGradientsResponse {
+		return &pspb.ApplyGradientsResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf(format, args...)}
+	}
+	t, dim, msg := s.resolve("apply", req.GetTable(), req.GetDimSize())
+	if msg != "" {
+		return fail("%s", msg)
+	}
+	if want := int64(len(fids)) * int64(dim); int64(len(grads)) != want {
+		return fail("ps/server: apply table %q: %d gradients for %d fids of dim %d, want %d", t.Name(), len(grads), len(fids), dim, want)
+	}
+	if n := len(lrs); n != 0 && n != t.Segments() {
+		return fail("ps/server: apply table %q: %d learning rates, the table has %d segments (send none for the configured rates)", t.Name(), n, t.Segments())
+	}
+	s.noteStep(req.GetGlobalStep())
+	r, err := t.Apply(fids, grads, lrs, req.GetGlobalStep(), req.GetUpdateTime())
+	if err != nil {
+		return fail("ps/server: apply table %q: %v", t.Name(), err)
+	}
+	return &pspb.ApplyGradientsResponse{NumUpdated: int64(r.Updated), NumNotFound: int64(r.NotFound), NumCreated: int64(r.Created)}
+}
+
+// noteStep keeps the largest global step seen.
+func (s *Server) noteStep(step int64) {
+	for {
+		cur := s.step.Load()
+		if step <= cur || s.step.CompareAndSwap(cur, step) {
+			return
+		}
+	}
+}
+
+// Barrier is the generation-numbered barrier of spec/ps.md §8.4: status 0 when this
+// worker's generation is released, 1 for an invalid or conflicting request, 2 on timeout
+// (the worker then no longer counts as arrived). The end of the RPC context or the server's
+// shutdown fails the RPC itself (Canceled, DeadlineExceeded, Unavailable).
+func (s *Server) Barrier(ctx context.Context, req *pspb.BarrierRequest) (*pspb.BarrierResponse, error) {
+	s.metrics.barriers.Add(1)
+	resp, err := s.barriers.arrive(ctx, req)
+	switch {
+	case errors.Is(err, errStopping):
+		s.metrics.barrierErrors.Add(1)
+		return nil, status.Error(codes.Unavailable, err.Error())
+	case err != nil:
+		s.metrics.barrierErrors.Add(1)
+		return nil, status.FromContextError(err).Err()
+	case resp.StatusCode == statusTimeout:
+		s.metrics.barrierTimeouts.Add(1)
+	case resp.StatusCode != statusOK:
+		s.metrics.barrierErrors.Add(1)
+	}
+	return resp, nil
+}
+
+// HealthCheck is Monolith's machine-health check (spec/ps.md §7.7) for the components ""
+// and "ps": unhealthy with status 1 (OUT_OF_MEMORY) when the resident set reaches
+// MemLimitBytes. Other components are codes.NotFound.
+func (s *Server) HealthCheck(_ context.Context, req *pspb.HealthCheckRequest) (*pspb.HealthCheckResponse, error) {
+	switch c := req.GetComponent(); c {
+	case "", "ps":
+	default:
+		return nil, status.Errorf(codes.NotFound, `ps/server: unknown health component %q (known: "", "ps")`, c)
+	}
+	rss, err := s.readRSS()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "ps/server: %v", err)
+	}
+	healthy, st, msg := memoryHealth(rss, s.opts.MemLimitBytes)
+	return &pspb.HealthCheckResponse{Healthy: healthy, Status: st, Message: msg, RssBytes: rss, MemLimitBytes: s.opts.MemLimitBytes}, nil
+}
+
+// GetStats returns the request counters, average latencies in microseconds (0 before the
+// first request) and, when asked, every table's size and memory.
+func (s *Server) GetStats(_ context.Context, req *pspb.GetStatsRequest) (*pspb.GetStatsResponse, error) {
+	m := &s.metrics
+	lookups, applies := m.lookups.Load(), m.applies.Load()
+	resp := &pspb.GetStatsResponse{
+		LookupCount:         lookups,
+		ApplyGradientsCount: applies,
+		AvgLookupLatencyUs:  avgMicros(m.lookupNanos.Load(), lookups),
+		AvgApplyLatencyUs:   avgMicros(m.applyNanos.Load(), applies),
+		Shard:               int32(s.opts.Shard),
+		NumShards:           int32(s.opts.NumShards),
+	}
+	if req.GetIncludeTableStats() {
+		for _, t := range s.tables {
+			st := t.Stats()
+			resp.Tables = append(resp.Tables, &pspb.TableStats{
+				Name: st.Name, Size: st.Size, Dim: int32(st.Dim), MemoryBytes: st.MemoryBytes,
+				RawBytes: st.RawBytes, MaxUpdateTsSec: st.MaxUpdateTime,
+			})
+		}
+	}
+	return resp, nil
+}
+
+// BatchLookup runs independent Lookup sub-requests, concurrently; a failing one is
+// status_code 1 in its own slot. The fid limit applies to their sum.
+func (s *Server) BatchLookup(_ context.Context, req *pspb.BatchLookupRequest) (*pspb.BatchLookupResponse, error) {
+	reqs := req.GetRequests()
+	n := 0
+	for _, r := range reqs {
+		n += len(r.GetFids())
+	}
+	if err := s.checkFids("batch lookup", n); err != nil {
+		s.metrics.observeLookup(time.Now(), 0, true)
+		return nil, err
+	}
+	resps := make([]*pspb.LookupResponse, len(reqs))
+	parallel(len(reqs), func(i int) {
+		if reqs[i] == nil {
+			resps[i] = &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf("ps/server: batch lookup: sub-request %d is nil", i)}
+			return
+		}
+		resps[i] = s.lookup(reqs[i])
+	})
+	return &pspb.BatchLookupResponse{Responses: resps}, nil
+}
+
+// BatchApplyGradients runs independent ApplyGradients sub-requests, concurrently; a
+// failing one is status_code 1 in its own slot. The fid limit applies to their sum.
+// Sub-requests on the same table and fid are applied in an unspecified order.
+func (s *Server) BatchApplyGradients(_ context.Context, req *pspb.BatchApplyGradientsRequest) (*pspb.BatchApplyGradientsResponse, error) {
+	reqs := req.GetRequests()
+	n := 0
+	for _, r := range reqs {
+		n += len(r.GetFids())
+	}
+	if err := s.checkFids("batch apply", n); err != nil {
+		s.metrics.observeApply(time.Now(), 0, true)
+		return nil, err
+	}
+	resps := make([]*pspb.ApplyGradientsResponse, len(reqs))
+	parallel(len(reqs), func(i int) {
+		if reqs[i] == nil {
+			resps[i] = &pspb.ApplyGradientsResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf("ps/server: batch apply: sub-request %d is nil", i)}
+			return
+		}
+		resps[i] = s.apply(reqs[i])
+	})
+	return &pspb.BatchApplyGradientsResponse{Responses: resps}, nil
+}
+
+// Save writes a checkpoint of this shard now. Without a checkpoint directory it is
+// codes.FailedPrecondition; a failed save is codes.Internal.
+func (s *Server) Save(ctx context.Context, _ *pspb.SaveRequest) (*pspb.SaveResponse, error) {
+	if s.ckptDir == "" {
+		return nil, status.Error(codes.FailedPrecondition, "ps/server: no checkpoint directory configured (start the server with a checkpoint directory)")
+	}
+	res, err := s.save(ctx, "rpc")
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &pspb.SaveResponse{Path: res.Path, Entries: res.Entries}, nil
+}
+
+// parallel calls f(0..n-1) on up to GOMAXPROCS goroutines and waits.
+func parallel(n int, f func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,677 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/monolith-go/monolith/ps/checkpoint"
+	"github.com/monolith-go/monolith/schemas/pspb"
+)
+
+func TestValidate(t *testing.T) {
+	ok := testOptions(t)
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+		want string // "" means valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"zero fields take defaults", func(o *Options) { o.Listen, o.MaxFidsPerRequest, o.KeepCheckpoints = "", 0, 0 }, ""},
+		{"no shards", func(o *Options) { o.NumShards = 0 }, "num shards 0"},
+		{"shard out of range", func(o *Options) { o.Shard, o.NumShards = 2, 2 }, "shard 2 out of range [0, 2)"},
+		{"negative shard", func(o *Options) { o.Shard = -1 }, "shard -1 out of range"},
+		{"no tables", func(o *Options) { o.Tables = nil }, "no tables"},
+		{"duplicate table", func(o *Options) {
+			o.Tables = proto.Clone(o.Tables).(*pspb.TablesConfig)
+			o.Tables.Tables[1].Name = "emb"
+		}, `table "emb" configured twice`},
+		{"save without dir", func(o *Options) { o.SaveEvery = time.Second }, "needs a checkpoint directory"},
+		{"negative save", func(o *Options) { o.SaveEvery = -1 }, "negative"},
+		{"negative max fids", func(o *Options) { o.MaxFidsPerRequest = -1 }, "max fids per request -1"},
+		{"negative mem limit", func(o *Options) { o.MemLimitBytes = -1 }, "memory limit -1"},
+		{"bad listen", func(o *Options) { o.Listen = "nope" }, "listen address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ok
+			tc.mod(&o)
+			err := o.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(Options{}); err == nil {
+		t.Fatal("New(Options{}) succeeded")
+	}
+}
+
+func TestMetricsAddr(t *testing.T) {
+	for in, want := range map[string]string{"9100": "127.0.0.1:9100", ":9100": "127.0.0.1:9100", "0.0.0.0:1": "0.0.0.0:1", "": ""} {
+		if got := metricsAddr(in); got != want {
+			t.Errorf("metricsAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLookupApply(t *testing.T) {
+	r := start(t, testOptions(t))
+	ctx := testCtx(t)
+	// Monolith mode: lookups of absent fids are zeros and create nothing.
+	lr, err := r.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2, 1}, WantFound: true})
+	if err != nil || lr.StatusCode != 0 {
+		t.Fatal(lr, err)
+	}
+	if len(lr.Embeddings) != 12 || lr.NumFound != 0 || lr.NumInitialized != 0 || !slices.Equal(lr.Found, []bool{false, false, false}) {
+		t.Fatalf("lookup of absent fids: %v", lr)
+	}
+	for _, v := range lr.Embeddings {
+		if v != 0 {
+			t.Fatalf("absent fid reads %v", lr.Embeddings)
+		}
+	}
+	// An apply creates and steps; duplicates are summed (fid 1: g = 1+1 → w = -0.1*2).
+	grads := []float32{1, 2, 3, 4, 10, 10, 10, 10, 1, 2, 3, 4}
+	ar, err := r.stub.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2, 1}, Gradients: grads, GlobalStep: 7})
+	if err != nil || ar.StatusCode != 0 {
+		t.Fatal(ar, err)
+	}
+	if ar.NumUpdated != 2 || ar.NumCreated != 2 || ar.NumNotFound != 0 {
+		t.Fatalf("apply counts: %v", ar)
+	}
+	lr, err = r.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: []int64{2, 1, 3}, WantFound: true})
+	if err != nil || lr.StatusCode != 0 {
+		t.Fatal(lr, err)
+	}
+	want := []float32{-1, -1, -1, -1, -0.2, -0.4, -0.6, -0.8, 0, 0, 0, 0}
+	if !approx(lr.Embeddings, want) || lr.NumFound != 2 || !slices.Equal(lr.Found, []bool{true, true, false}) {
+		t.Fatalf("lookup after apply: %v, want %v", lr, want)
+	}
+	// create_if_missing counts per position.
+	lr, err = r.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: []int64{5, 1, 5}, CreateIfMissing: true})
+	if err != nil || lr.StatusCode != 0 || lr.NumFound != 1 || lr.NumInitialized != 2 || lr.Found != nil {
+		t.Fatalf("create_if_missing: %v %v", lr, err)
+	}
+	if s := r.srv.step.Load(); s != 7 {
+		t.Fatalf("step %d, want 7", s)
+	}
+}
+
+func approx(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if d := a[i] - b[i]; d > 1e-5 || d < -1e-5 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRequestValidation(t *testing.T) {
+	s := start(t, testOptions(t)).srv
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		name string
+		req  *pspb.LookupRequest
+		want string
+	}{
+		{"unknown table", &pspb.LookupRequest{Table: "nope", DimSize: 4, Fids: []int64{1}}, `unknown table "nope"`},
+		{"zero dim", &pspb.LookupRequest{Table: "emb", Fids: []int64{1}}, "dim_size 0 does not match the table dim 4"},
+		{"wrong dim", &pspb.LookupRequest{Table: "two", DimSize: 4, Fids: []int64{1}}, `table "two": dim_size 4 does not match the table dim 3`},
+		{"negative dim", &pspb.LookupRequest{Table: "emb", DimSize: -4}, "dim_size -4"},
+	} {
+		t.Run("lookup "+tc.name, func(t *testing.T) {
+			resp, err := s.Lookup(ctx, tc.req)
+			if err != nil || resp.StatusCode != 1 || !strings.Contains(resp.ErrorMessage, tc.want) || len(resp.Embeddings) != 0 {
+				t.Fatalf("got %v %v, want status 1 with %q", resp, err, tc.want)
+			}
+		})
+	}
+	before := s.metrics.applies.Load()
+	for _, tc := range []struct {
+		name string
+		req  *pspb.ApplyGradientsRequest
+		want string
+	}{
+		{"unknown table", &pspb.ApplyGradientsRequest{Table: "nope", DimSize: 4}, `unknown table "nope"`},
+		{"wrong dim", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 3, Fids: []int64{1}, Gradients: []float32{1, 2, 3}}, "dim_size 3 does not match the table dim 4"},
+		{"short gradients", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2}, Gradients: make([]float32, 7)}, "7 gradients for 2 fids of dim 4, want 8"},
+		{"long gradients", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: make([]float32, 5)}, "5 gradients"},
+		{"learning rates", &pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: make([]float32, 3), LearningRates: []float32{1}}, "1 learning rates, the table has 2 segments"},
+	} {
+		t.Run("apply "+tc.name, func(t *testing.T) {
+			resp, err := s.ApplyGradients(ctx, tc.req)
+			if err != nil || resp.StatusCode != 1 || !strings.Contains(resp.ErrorMessage, tc.want) {
+				t.Fatalf("got %v %v, want status 1 with %q", resp, err, tc.want)
+			}
+		})
+	}
+	// Nothing was touched, and failures count as applies (§8.3).
+	for _, tb := range s.Tables() {
+		if n := tb.Stats().Size; n != 0 {
+			t.Fatalf("table %s has %d entries after rejected requests", tb.Name(), n)
+		}
+	}
+	if got := s.metrics.applies.Load() - before; got != 5 {
+		t.Fatalf("apply count grew by %d, want 5", got)
+	}
+	if s.metrics.applyErrors.Load() != 5 || s.metrics.applyNanos.Load() <= 0 {
+		t.Fatalf("apply errors %d latency %d", s.metrics.applyErrors.Load(), s.metrics.applyNanos.Load())
+	}
+	// The right number of learning rates is accepted: one per segment.
+	resp, err := s.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: []float32{1, 1, 1}, LearningRates: []float32{0.5, 0.1}})
+	if err != nil || resp.StatusCode != 0 || resp.NumUpdated != 1 {
+		t.Fatal(resp, err)
+	}
+}
+
+func TestBatchMixedValidity(t *testing.T) {
+	r := start(t, testOptions(t))
+	ctx := testCtx(t)
+	ok := func(table string, dim int32, fids []int64, g float32) *pspb.ApplyGradientsRequest {
+		grads := make([]float32, len(fids)*int(dim))
+		for i := range grads {
+			grads[i] = g
+		}
+		return &pspb.ApplyGradientsRequest{Table: table, DimSize: dim, Fids: fids, Gradients: grads}
+	}
+	breq := &pspb.BatchApplyGradientsRequest{Requests: []*pspb.ApplyGradientsRequest{
+		ok("emb", 4, []int64{1, 2}, 1),
+		{Table: "missing", DimSize: 4, Fids: []int64{1}, Gradients: make([]float32, 4)},
+		{Table: "emb", DimSize: 0, Fids: []int64{1}},
+		{Table: "emb", DimSize: 4, Fids: []int64{3}, Gradients: make([]float32, 3)},
+		{Table: "two", DimSize: 3, Fids: []int64{3}, Gradients: make([]float32, 3), LearningRates: []float32{1, 2, 3}},
+		ok("two", 3, []int64{7, 7, 8}, 1),
+		{},
+	}}
+	resp, err := r.stub.BatchApplyGradients(ctx, breq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus := []int32{0, 1, 1, 1, 1, 0, 1}
+	if len(resp.Responses) != len(wantStatus) {
+		t.Fatalf("%d responses for %d requests", len(resp.Responses), len(wantStatus))
+	}
+	for i, sub := range resp.Responses {
+		if sub.StatusCode != wantStatus[i] || (sub.StatusCode != 0) != (sub.ErrorMessage != "") {
+			t.Errorf("slot %d: %v, want status %d", i, sub, wantStatus[i])
+		}
+	}
+	if resp.Responses[0].NumUpdated != 2 || resp.Responses[5].NumUpdated != 2 {
+		t.Fatalf("updated counts %d, %d; want 2, 2", resp.Responses[0].NumUpdated, resp.Responses[5].NumUpdated)
+	}
+
+	lresp, err := r.stub.BatchLookup(ctx, &pspb.BatchLookupRequest{Requests: []*pspb.LookupRequest{
+		{Table: "two", DimSize: 3, Fids: []int64{8, 7}},
+		{Table: "emb", DimSize: 3, Fids: []int64{1}},
+		{Table: "emb", DimSize: 4, Fids: []int64{2, 9}, WantFound: true},
+		{Table: "x", DimSize: 1},
+		{Table: "emb", DimSize: 4},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus = []int32{0, 1, 0, 1, 0}
+	for i, sub := range lresp.Responses {
+		if sub.StatusCode != wantStatus[i] {
+			t.Errorf("lookup slot %d: %v, want status %d", i, sub, wantStatus[i])
+		}
+	}
+	// "two": SGD lr 1 on the bias (fid 7 summed: 2 → -2; fid 8: -1).
+	if got := lresp.Responses[0].Embeddings; len(got) != 6 || got[0] != -1 || got[3] != -2 {
+		t.Fatalf("two rows %v, want biases -1 (fid 8) and -2 (fid 7)", got)
+	}
+	if got := lresp.Responses[2]; !approx(got.Embeddings, []float32{-0.1, -0.1, -0.1, -0.1, 0, 0, 0, 0}) || !slices.Equal(got.Found, []bool{true, false}) {
+		t.Fatalf("emb rows %v found %v", got.Embeddings, got.Found)
+	}
+	if n := len(lresp.Responses[4].Embeddings); n != 0 {
+		t.Fatalf("empty lookup returned %d floats", n)
+	}
+}
+
+func TestRequestLimits(t *testing.T) {
+	o := testOptions(t)
+	o.MaxFidsPerRequest = 8
+	r := start(t, o)
+	ctx := testCtx(t)
+	fids := func(n int) []int64 { return make([]int64, n) }
+	check := func(name string, err error, want string) {
+		t.Helper()
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "limit of 8") {
+			t.Errorf("%s: %v, want ResourceExhausted naming %q and the limit", name, err, want)
+		}
+	}
+	_, err := r.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: fids(9)})
+	check("lookup", err, "9 fids")
+	_, err = r.stub.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: fids(9), Gradients: make([]float32, 36)})
+	check("apply", err, "9 fids")
+	_, err = r.stub.BatchLookup(ctx, &pspb.BatchLookupRequest{Requests: []*pspb.LookupRequest{{Fids: fids(5)}, {Fids: fids(5)}}})
+	check("batch lookup", err, "10 fids")
+	_, err = r.stub.BatchApplyGradients(ctx, &pspb.BatchApplyGradientsRequest{Requests: []*pspb.ApplyGradientsRequest{{Fids: fids(4)}, {Fids: fids(5)}}})
+	check("batch apply", err, "9 fids")
+	// At the limit is fine.
+	if resp, err := r.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: fids(8)}); err != nil || resp.StatusCode != 0 {
+		t.Fatal(resp, err)
+	}
+	if n := r.srv.metrics.rejected.Load(); n != 4 {
+		t.Fatalf("rejected %d, want 4", n)
+	}
+	// Messages over MaxMessageBytes are refused by gRPC.
+	o = testOptions(t)
+	o.MaxMessageBytes = 1 << 10
+	small := start(t, o)
+	_, err = small.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: fids(1000)})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("oversized message: %v", err)
+	}
+}
+
+func TestStatsAndHealth(t *testing.T) {
+	o := testOptions(t)
+	o.Shard, o.NumShards = 1, 3
+	o.MetricsListen = "127.0.0.1:0"
+	r := start(t, o)
+	ctx := testCtx(t)
+	st, err := r.stub.GetStats(ctx, &pspb.GetStatsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LookupCount != 0 || st.AvgLookupLatencyUs != 0 || st.AvgApplyLatencyUs != 0 || st.Shard != 1 || st.NumShards != 3 || len(st.Tables) != 0 {
+		t.Fatalf("fresh stats: %v", st)
+	}
+	for range 3 {
+		r.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2}})
+	}
+	r.stub.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2, 3}, Gradients: make([]float32, 12)})
+	r.stub.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 2})
+	st, err = r.stub.GetStats(ctx, &pspb.GetStatsRequest{IncludeTableStats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LookupCount != 3 || st.ApplyGradientsCount != 2 || st.AvgLookupLatencyUs <= 0 || st.AvgApplyLatencyUs <= 0 {
+		t.Fatalf("stats: %v", st)
+	}
+	if len(st.Tables) != 2 || st.Tables[0].Name != "emb" || st.Tables[0].Size != 3 || st.Tables[0].Dim != 4 || st.Tables[0].MemoryBytes <= 0 || st.Tables[1].Size != 0 {
+		t.Fatalf("table stats: %v", st.Tables)
+	}
+
+	// Monolith's memory check.
+	h, err := r.stub.HealthCheck(ctx, &pspb.HealthCheckRequest{})
+	if err != nil || !h.Healthy || h.Status != 0 || h.Message != "" || h.RssBytes <= 0 || h.MemLimitBytes != DefaultMemLimitBytes {
+		t.Fatalf("health: %v %v", h, err)
+	}
+	r.srv.readRSS = func() (int64, error) { return 2000, nil }
+	r.srv.opts.MemLimitBytes = 1000
+	// (Called directly: the handler reads the fields just changed.)
+	h, err = r.srv.HealthCheck(ctx, &pspb.HealthCheckRequest{Component: "ps"})
+	if err != nil || h.Healthy || h.Status != 1 || h.Message != "Memory limit exceeded. Current: 2000, Limit: 1000" {
+		t.Fatalf("over the limit: %v %v", h, err)
+	}
+	r.srv.readRSS = func() (int64, error) { return 0, errors.New("no /proc") }
+	if _, err := r.srv.HealthCheck(ctx, &pspb.HealthCheckRequest{}); status.Code(err) != codes.Internal {
+		t.Fatalf("unreadable RSS: %v", err)
+	}
+	if _, err := r.stub.HealthCheck(ctx, &pspb.HealthCheckRequest{Component: "gpu"}); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), `"gpu"`) {
+		t.Fatalf("unknown component: %v", err)
+	}
+
+	// The standard gRPC health service.
+	hc := healthpb.NewHealthClient(r.cc)
+	for _, svc := range []string{"", pspb.ParameterServer_ServiceDesc.ServiceName} {
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("grpc health %q: %v %v", svc, resp, err)
+		}
+	}
+
+	// /metrics.
+	res, err := http.Get("http://" + r.srv.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	text := string(body)
+	for _, want := range []string{
+		"# TYPE monolith_ps_lookup_requests_total counter",
+		`monolith_ps_lookup_requests_total{shard="1",num_shards="3"} 3`,
+		`monolith_ps_apply_requests_total{shard="1",num_shards="3"} 2`,
+		`monolith_ps_apply_errors_total{shard="1",num_shards="3"} 1`,
+		`monolith_ps_lookup_fids_total{shard="1",num_shards="3"} 6`,
+		`monolith_ps_lookup_latency_seconds_count{shard="1",num_shards="3"} 3`,
+		"# TYPE monolith_ps_table_entries gauge",
+		`monolith_ps_table_entries{shard="1",num_shards="3",table="emb"} 3`,
+		`monolith_ps_table_dim{shard="1",num_shards="3",table="two"} 3`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("content type %q", ct)
+	}
+
+	// Shutdown turns the gRPC health service NOT_SERVING.
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := r.srv.health.Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || resp.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("health after stop: %v %v", resp, err)
+	}
+}
+
+func TestParseVmRSS(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"Name:\tx\nVmRSS:\t  1234 kB\nVmData: 1 kB\n", 1234 * 1024, true},
+		{"VmRSS: 0 kB", 0, true},
+		{"Name: x\n", 0, false},
+		{"VmRSS: 12 MB\n", 0, false},
+		{"VmRSS: x kB\n", 0, false},
+		{"VmRSS: 99999999999999999999 kB\n", 0, false},
+	} {
+		got, err := parseVmRSS([]byte(tc.in))
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseVmRSS(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+// lookupAll returns the rows of fids in every table.
+func lookupAll(t *testing.T, stub pspb.ParameterServerClient, fids []int64) map[string][]float32 {
+	t.Helper()
+	out := map[string][]float32{}
+	for table, dim := range map[string]int32{"emb": 4, "two": 3} {
+		resp, err := stub.Lookup(testCtx(t), &pspb.LookupRequest{Table: table, DimSize: dim, Fids: fids})
+		if err != nil || resp.StatusCode != 0 {
+			t.Fatal(resp, err)
+		}
+		out[table] = resp.Embeddings
+	}
+	return out
+}
+
+func applyBoth(t *testing.T, stub pspb.ParameterServerClient, fids []int64, g float32, step int64) {
+	t.Helper()
+	for table, dim := range map[string]int{"emb": 4, "two": 3} {
+		grads := make([]float32, len(fids)*dim)
+		for i := range grads {
+			grads[i] = g * float32(i%5+1)
+		}
+		resp, err := stub.ApplyGradients(testCtx(t), &pspb.ApplyGradientsRequest{Table: table, DimSize: int32(dim), Fids: fids, Gradients: grads, GlobalStep: step})
+		if err != nil || resp.StatusCode != 0 {
+			t.Fatal(resp, err)
+		}
+	}
+}
+
+func equalRows(a, b map[string][]float32) bool {
+	for k := range a {
+		if !slices.Equal(a[k], b[k]) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// TestKillAndRestartFromCheckpoint: Save, more applies, a kill without a final save, a
+// restart: the state is the saved one. Then a graceful stop saves and the next restart
+// has everything.
+func TestKillAndRestartFromCheckpoint(t *testing.T) {
+	o := testOptions(t)
+	o.Shard, o.NumShards = 0, 2
+	o.CheckpointDir = t.TempDir()
+	fids := []int64{2, 4, -6, 1 << 40, 8}
+
+	r := start(t, o)
+	applyBoth(t, r.stub, fids, 1, 10)
+	if _, err := r.stub.Save(testCtx(t), &pspb.SaveRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	saved := lookupAll(t, r.stub, fids)
+	applyBoth(t, r.stub, fids[:3], 5, 11)
+	if after := lookupAll(t, r.stub, fids); equalRows(after, saved) {
+		t.Fatal("applies after the save changed nothing")
+	}
+	r.srv.Close() // a kill: no final save
+
+	r2 := start(t, o)
+	if got := lookupAll(t, r2.stub, fids); !equalRows(got, saved) {
+		t.Fatalf("after restart:\n got %v\nwant %v (the saved state)", got, saved)
+	}
+	if s := r2.srv.step.Load(); s != 10 {
+		t.Errorf("restored step %d, want 10", s)
+	}
+	applyBoth(t, r2.stub, fids[1:], 3, 12)
+	last := lookupAll(t, r2.stub, fids)
+	if err := r2.stop(t); err != nil { // graceful: final save
+		t.Fatal(err)
+	}
+	r3 := start(t, o)
+	if got := lookupAll(t, r3.stub, fids); !equalRows(got, last) {
+		t.Fatalf("after graceful restart:\n got %v\nwant %v", got, last)
+	}
+	r3.srv.Close()
+
+	// The checkpoints live under the shard's folder.
+	if _, err := os.Stat(ShardDir(o.CheckpointDir, 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	// A server with a different shard count does not read them.
+	o2 := o
+	o2.NumShards = 3
+	r4 := start(t, o2)
+	if st := r4.srv.Tables()[0].Stats(); st.Size != 0 {
+		t.Fatalf("shard 0 of 3 restored %d entries of shard 0 of 2", st.Size)
+	}
+}
+
+func TestCorruptCheckpointIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt func(t *testing.T, dir, ckpt string)
+	}{
+		{"truncated files", func(t *testing.T, _, ckpt string) {
+			ents, err := os.ReadDir(ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".entries") {
+					info, _ := e.Info()
+					if err := os.Truncate(filepath.Join(ckpt, e.Name()), info.Size()/2); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}},
+		{"flipped byte", func(t *testing.T, _, ckpt string) {
+			err := filepath.WalkDir(ckpt, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || !strings.HasSuffix(p, ".entries") {
+					return err
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				b[len(b)/2] ^= 0x40
+				return os.WriteFile(p, b, 0o644)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"missing manifest", func(t *testing.T, _, ckpt string) {
+			if err := os.Remove(filepath.Join(ckpt, "MANIFEST.json")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"missing folder", func(t *testing.T, _, ckpt string) {
+			if err := os.RemoveAll(ckpt); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(t)
+			o.CheckpointDir = t.TempDir()
+			r := start(t, o)
+			applyBoth(t, r.stub, []int64{1, 2, 3}, 1, 1)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			dir := ShardDir(o.CheckpointDir, 0, 1)
+			ckpt, err := checkpoint.Latest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.corrupt(t, dir, ckpt)
+			s, err := New(o)
+			if err == nil {
+				s.Close()
+				t.Fatal("New over a corrupt checkpoint succeeded")
+			}
+			if !strings.Contains(err.Error(), ckpt) {
+				t.Fatalf("error %q does not name the checkpoint %s", err, ckpt)
+			}
+		})
+	}
+}
+
+func TestSaveWithoutDirectory(t *testing.T) {
+	r := start(t, testOptions(t))
+	if _, err := r.stub.Save(testCtx(t), &pspb.SaveRequest{}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("Save without a directory: %v", err)
+	}
+}
+
+func TestPeriodicSave(t *testing.T) {
+	o := testOptions(t)
+	o.CheckpointDir = t.TempDir()
+	o.SaveEvery = 20 * time.Millisecond
+	o.KeepCheckpoints = 2
+	r := start(t, o)
+	applyBoth(t, r.stub, []int64{1}, 1, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for r.srv.metrics.saves.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("no periodic saves")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	// Close before Serve, Close twice, Serve after Close.
+	s, err := New(testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Serve after Close: %v", err)
+	}
+	// Serve twice; Close stops a running Serve.
+	s, err = New(testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background()) }()
+	for !s.serving.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.Serve(context.Background()); err == nil {
+		t.Fatal("second Serve succeeded")
+	}
+	s.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after Close: %v", err)
+	}
+}
+
+func TestPeriodicEviction(t *testing.T) {
+	o := testOptions(t)
+	o.Tables = tablesConfig(t, `
+tables {
+  name: "exp"
+  config {
+    entry_config { segments { dim_size: 2 init_config { zeros {} } opt_config { sgd {} } } }
+    cuckoo {}
+    enable_feature_eviction: true
+    feature_evict_every_n_hours: 1
+    slot_expire_time_config { default_expire_time: 1 }
+  }
+  filter { type: NONE }
+}`)
+	r := startWith(t, o, func(s *Server) {
+		if s.evict[0] != time.Hour {
+			t.Errorf("eviction period %v, want 1h", s.evict[0])
+		}
+		s.evict[0] = 10 * time.Millisecond
+	})
+	const day = 86400
+	for i, ts := range []int64{1700000000, 1700000000 + 3*day} {
+		resp, err := r.stub.ApplyGradients(testCtx(t), &pspb.ApplyGradientsRequest{Table: "exp", DimSize: 2, Fids: []int64{int64(i + 1)}, Gradients: []float32{1, 1}, UpdateTime: ts})
+		if err != nil || resp.StatusCode != 0 {
+			t.Fatal(resp, err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.srv.metrics.evicted.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the expired entry was never evicted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := r.srv.Tables()[0].Stats().Size; n != 1 || r.srv.metrics.evicted.Load() != 1 {
+		t.Fatalf("%d entries left, %d evicted; want 1 and 1", n, r.srv.metrics.evicted.Load())
+	}
+}
+
+func TestRecoverInterceptor(t *testing.T) {
+	s, err := New(testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.recoverInterceptor(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/x/Y"},
+		func(context.Context, any) (any, error) { panic("boom") })
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("panic became %v, want Internal", err)
+	}
+}
