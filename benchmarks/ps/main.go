@@ -49,15 +49,24 @@ func config(opt string) *hashtablepb.EmbeddingHashTableConfig {
 	return c
 }
 
+// rate runs f once and returns ops per second.
+func rate(ops int, f func() error) (float64, error) {
+	start := time.Now()
+	if err := f(); err != nil {
+		return 0, err
+	}
+	return float64(ops) / time.Since(start).Seconds(), nil
+}
+
 // median runs f reps times and returns the median, min and max of its rate (ops/s).
 func median(reps int, ops int, f func() error) (med, lo, hi float64, err error) {
 	var rates []float64
 	for range reps {
-		start := time.Now()
-		if err := f(); err != nil {
+		r, err := rate(ops, f)
+		if err != nil {
 			return 0, 0, 0, err
 		}
-		rates = append(rates, float64(ops)/time.Since(start).Seconds())
+		rates = append(rates, r)
 	}
 	slices.Sort(rates)
 	return rates[len(rates)/2], rates[0], rates[len(rates)-1], nil
@@ -200,7 +209,7 @@ func grpcVsInProcess(ng, reps int, rng *rand.Rand) error {
 	out := make([]float32, batch*32)
 	var inproc, remote []float64
 	for range reps {
-		med, _, _, err := median(1, ng, func() error {
+		r, err := rate(ng, func() error {
 			for i := 0; i < ng; i += batch {
 				m := min(batch, ng-i)
 				if _, err := tb.Lookup(ids[i:i+m], out[:m*32], nil); err != nil {
@@ -212,8 +221,8 @@ func grpcVsInProcess(ng, reps int, rng *rand.Rand) error {
 		if err != nil {
 			return err
 		}
-		inproc = append(inproc, med)
-		med, _, _, err = median(1, ng, func() error {
+		inproc = append(inproc, r)
+		r, err = rate(ng, func() error {
 			for i := 0; i < ng; i += batch {
 				m := min(batch, ng-i)
 				if _, err := cl.Lookup(ctx, "emb", 32, ids[i:i+m], client.LookupOptions{}); err != nil {
@@ -225,7 +234,7 @@ func grpcVsInProcess(ng, reps int, rng *rand.Rand) error {
 		if err != nil {
 			return err
 		}
-		remote = append(remote, med)
+		remote = append(remote, r)
 	}
 	var ratios []float64
 	for i := range inproc {

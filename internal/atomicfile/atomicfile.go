@@ -59,7 +59,9 @@ func (f *File) Commit() error {
 	if err != nil {
 		return errors.Join(err, remove(name))
 	}
-	syncDir(filepath.Dir(f.Path))
+	// The data itself is synced; a folder that cannot be synced (some platforms) only
+	// delays the rename's durability, so the error is not fatal.
+	_ = SyncDir(filepath.Dir(f.Path))
 	return nil
 }
 
@@ -81,13 +83,18 @@ func remove(name string) error {
 	return nil
 }
 
-// syncDir makes a rename durable where the platform allows; failures are not fatal (the
-// data itself is already synced).
-func syncDir(dir string) {
+// SyncDir fsyncs a folder, which makes the renames and creations inside it durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return
+		return err
 	}
-	_ = d.Sync()
-	_ = d.Close()
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
 }

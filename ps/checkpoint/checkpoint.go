@@ -108,8 +108,8 @@ func fileBase(i int, name string) string {
 	return fmt.Sprintf("t%03d-%s", i, unsafeChars.ReplaceAllString(name, "_"))
 }
 
-// Save writes a checkpoint of tables into dir (created if missing) and points LATEST at
-// it. An existing checkpoint of the same step is replaced.
+// Save writes a checkpoint of tables into a new folder of dir (created if missing) and
+// points LATEST at it. Earlier checkpoints, of any step, are left as they are.
 func Save(ctx context.Context, dir string, meta Meta, tables []*table.Table) (Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
@@ -131,7 +131,7 @@ func Save(ctx context.Context, dir string, meta Meta, tables []*table.Table) (Re
 	if err := os.Rename(tmp, final); err != nil {
 		return Result{}, errors.Join(fmt.Errorf("checkpoint %s: %w", dir, err), os.RemoveAll(tmp))
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	lf, err := atomicfile.Create(filepath.Join(dir, latestName))
@@ -176,7 +176,8 @@ func write(ctx context.Context, tmp string, meta Meta, tables []*table.Table) (R
 		ct := &pspb.CheckpointTable{Name: t.Name(), Dim: int32(t.Dim()), File: fileBase(i, t.Name()) + ".entries",
 			Config: t.Config(), MaxUpdateTsSec: t.MaxUpdateTime()}
 		var buf []byte
-		err := writeFile(filepath.Join(tmp, ct.File), func(w *tfrecord.Writer) error {
+		var err error
+		ct.Bytes, ct.Crc32C, err = writeFile(filepath.Join(tmp, ct.File), records(func(w *tfrecord.Writer) error {
 			return t.Snapshot(func(d *hashtablepb.EntryDump) error {
 				if ct.Entries&1023 == 0 {
 					if err := ctx.Err(); err != nil {
@@ -190,13 +191,13 @@ func write(ctx context.Context, tmp string, meta Meta, tables []*table.Table) (R
 				ct.Entries++
 				return w.Write(buf)
 			})
-		}, &ct.Bytes, &ct.Crc32C)
+		}))
 		if err != nil {
 			return res, fmt.Errorf("table %q: %w", t.Name(), err)
 		}
 		if f := t.Filter(); f != nil {
 			ct.FilterFile = fileBase(i, t.Name()) + ".filter"
-			if err := writeFile(filepath.Join(tmp, ct.FilterFile), f.Save, &ct.FilterBytes, &ct.FilterCrc32C); err != nil {
+			if ct.FilterBytes, ct.FilterCrc32C, err = writeFile(filepath.Join(tmp, ct.FilterFile), records(f.Save)); err != nil {
 				return res, fmt.Errorf("table %q filter: %w", t.Name(), err)
 			}
 		}
@@ -207,18 +208,18 @@ func write(ctx context.Context, tmp string, meta Meta, tables []*table.Table) (R
 	if err != nil {
 		return res, err
 	}
-	if err := writeFile(filepath.Join(tmp, manifestName), func(w *tfrecord.Writer) error { return nil }, nil, nil, b); err != nil {
+	if _, _, err := writeFile(filepath.Join(tmp, manifestName), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return res, err
 	}
-	return res, syncDir(tmp)
+	return res, atomicfile.SyncDir(tmp)
 }
 
-// writeFile creates path, lets body write TFRecords into it (or writes raw), fsyncs and
-// closes it, and reports its size and CRC-32C.
-func writeFile(path string, body func(*tfrecord.Writer) error, size *uint64, crc *uint32, raw ...[]byte) (err error) {
+// writeFile creates path, lets body write into it, fsyncs and closes it, and returns its
+// size and CRC-32C.
+func writeFile(path string, body func(io.Writer) error) (size uint64, crc uint32, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
@@ -226,40 +227,24 @@ func writeFile(path string, body func(*tfrecord.Writer) error, size *uint64, crc
 		}
 	}()
 	cw := &countingWriter{w: f, crc: crc32.New(castagnoli)}
-	for _, b := range raw {
-		if _, err := cw.Write(b); err != nil {
-			return err
-		}
-	}
-	w := tfrecord.NewWriter(cw)
-	if err := body(w); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
+	if err := body(cw); err != nil {
+		return 0, 0, err
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+		return 0, 0, fmt.Errorf("sync %s: %w", path, err)
 	}
-	if size != nil {
-		*size, *crc = cw.n, cw.crc.Sum32()
-	}
-	return nil
+	return cw.n, cw.crc.Sum32(), nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// records adapts a TFRecord-writing function to writeFile.
+func records(fn func(*tfrecord.Writer) error) func(io.Writer) error {
+	return func(w io.Writer) error {
+		tw := tfrecord.NewWriter(w)
+		if err := fn(tw); err != nil {
+			return err
+		}
+		return tw.Flush()
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Latest returns the path of the checkpoint LATEST names in dir, or an error wrapping

@@ -79,8 +79,18 @@ func (x *index) put(k, h uint64, s uint32) {
 	x.n++
 }
 
-func (x *index) grow() {
-	n := max(minIndexCap, len(x.keys)+len(x.keys)/2)
+// reserve sizes an empty index for about n keys: at load 2/3, so that shards holding up
+// to a fifth more than their share still do not grow.
+func (x *index) reserve(n int) {
+	if x.n == 0 && n > 0 {
+		x.rehash(max(minIndexCap, n*3/2+1))
+	}
+}
+
+func (x *index) grow() { x.rehash(max(minIndexCap, len(x.keys)+len(x.keys)/2)) }
+
+// rehash moves every key into a new array of n cells.
+func (x *index) rehash(n int) {
 	keys, slots := x.keys, x.slots
 	x.keys, x.slots = make([]uint64, n), make([]uint32, n)
 	for i, k := range keys {

@@ -2,7 +2,6 @@ package table
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
@@ -370,7 +369,9 @@ func (t *Table) Snapshot(fn func(*hashtablepb.EntryDump) error) error {
 
 // Restore upserts one dumped entry: a new fid is initialized first, then the weights,
 // optimizer state and time come from the dump (a missing time is 0). The expiry clock
-// rises to the restored time. The filter is not consulted.
+// rises to the restored time. The filter is not consulted. A dump whose optimizer state
+// is invalid leaves no new entry behind, but may have overwritten part of the state of an
+// entry that already existed (restores go into fresh tables, which are discarded on error).
 func (t *Table) Restore(d *hashtablepb.EntryDump) error {
 	if d.Id == nil {
 		return fmt.Errorf("table %q: entry dump without id", t.name)
@@ -392,8 +393,9 @@ func (t *Table) Restore(d *hashtablepb.EntryDump) error {
 	sh, h := t.locate(f)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	s, existed := sh.idx.get(uint64(f), h)
 	var r []float32
-	if s, ok := sh.idx.get(uint64(f), h); ok {
+	if existed {
 		r = sh.row(s, t.stride)
 	} else {
 		var err error
@@ -401,22 +403,23 @@ func (t *Table) Restore(d *hashtablepb.EntryDump) error {
 			return fmt.Errorf("table %q: %w", t.name, err)
 		}
 	}
-	// Restore into a scratch copy first, so a bad optimizer dump leaves the entry as it was.
-	tmp := slices.Clone(r)
-	copy(tmp[:t.dim], d.GetNum())
 	k := 0
 	for i := range t.segs {
 		sg := &t.segs[i]
 		if !sg.dumps {
 			continue
 		}
-		if err := sg.opt.Restore(tmp[sg.stOff:sg.stOff+sg.stN], dumps[k]); err != nil {
+		if err := sg.opt.Restore(r[sg.stOff:sg.stOff+sg.stN], dumps[k]); err != nil {
+			if !existed { // do not leave a half-restored new entry behind
+				s, _ := sh.idx.del(uint64(f), h)
+				sh.free = append(sh.free, s)
+			}
 			return fmt.Errorf("table %q fid %d segment %d: %w", t.name, f, i, err)
 		}
 		k++
 	}
-	setTime(tmp, d.GetLastUpdateTsSec())
-	copy(r, tmp)
+	copy(r[:t.dim], d.GetNum())
+	setTime(r, d.GetLastUpdateTsSec())
 	t.raiseMaxUpdate(d.GetLastUpdateTsSec())
 	return nil
 }

@@ -145,8 +145,12 @@ func New(opts Options) (*Table, error) {
 		}
 		t.slotExpire[int64(se.GetSlot())] = int64(se.GetExpireTime()) * secondsPerDay
 	}
+	// initial_capacity (proto default 1) reserves index cells, as Monolith reserves
+	// cuckoo-map slots; rows are still allocated as entries arrive.
+	perShard := int(min(cfg.GetInitialCapacity(), 1<<32) / numShards)
 	for i := range t.shards {
 		t.shards[i].rng = rand.New(rand.NewPCG(opts.Seed, uint64(i)))
+		t.shards[i].idx.reserve(perShard)
 	}
 	t.aggPool.New = func() any { return new(reduceAgg) }
 	t.groupPool.New = func() any { return new(grouping) }

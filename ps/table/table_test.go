@@ -297,6 +297,35 @@ func TestRestoreRejectsBadDumps(t *testing.T) {
 		if err := tb.Restore(tc.d); err == nil {
 			t.Errorf("%s: restored", tc.name)
 		}
+		if tb.Size() != 0 {
+			t.Errorf("%s: a rejected dump left %d entries", tc.name, tb.Size())
+		}
+	}
+}
+
+// TestInitialCapacity: initial_capacity reserves index cells up front, so filling that
+// many entries never grows (rehashes) the index.
+func TestInitialCapacity(t *testing.T) {
+	c := sgdConfig(t, 1, 1)
+	c.InitialCapacity = proto.Uint64(100000)
+	tb := newTable(t, Options{Config: c})
+	before := tb.Stats().MemoryBytes
+	if before < 100000*12 {
+		t.Fatalf("memory %d B before any insert, want ≥ %d B of reserved index", before, 100000*12)
+	}
+	fids := make([]int64, 100000)
+	for i := range fids {
+		fids[i] = int64(i)
+	}
+	if _, err := tb.Assign(fids, make([]float32, len(fids)), 1); err != nil {
+		t.Fatal(err)
+	}
+	var cells int64
+	for i := range tb.shards {
+		cells += int64(len(tb.shards[i].idx.keys))
+	}
+	if cells*12 != before {
+		t.Errorf("index grew from %d B to %d B although initial_capacity covered every insert", before, cells*12)
 	}
 }
 
