@@ -80,21 +80,6 @@ func Write(s beam.Scope, prefix string, format sink.Format, col beam.PCollection
 	return beam.ParDo(s, &writeFn{Prefix: prefix, Config: cfg}, col)
 }
 
-// codecExt is the file name suffix of a codec, so that readers detect it.
-func codecExt(c compress.Codec) string {
-	switch c {
-	case compress.Gzip:
-		return ".gz"
-	case compress.Zlib:
-		return ".zlib"
-	case compress.Snappy:
-		return ".snappy"
-	case compress.Zstd:
-		return ".zst"
-	}
-	return ""
-}
-
 type writeFn struct {
 	Prefix string
 	Config WriteConfig
@@ -119,7 +104,7 @@ func (f *writeFn) StartBundle(_ context.Context, _ func(beam.EventTime, string))
 }
 
 func (f *writeFn) open() error {
-	path := fmt.Sprintf("%s-%s-%05d%s%s", f.Prefix, f.bundle, f.seq, f.Config.Format.Ext(), codecExt(f.Config.Codec))
+	path := fmt.Sprintf("%s-%s-%05d%s%s", f.Prefix, f.bundle, f.seq, f.Config.Format.Ext(), f.Config.Codec.Ext())
 	f.seq++
 	w, err := sink.Create(path, sink.Options{Format: f.Config.Format, Type: f.Config.Type,
 		Record: recordio.Options{Codec: f.Config.Codec, PB: f.Config.PB}})

@@ -94,6 +94,22 @@ func Detect(name string) Codec {
 	return None
 }
 
+// Ext is the file-name suffix writers give the codec's files (".gz", ".zlib", ".snappy",
+// ".zst"; "" for None), one Detect maps back to c.
+func (c Codec) Ext() string {
+	switch c {
+	case Gzip:
+		return ".gz"
+	case Zlib:
+		return ".zlib"
+	case Snappy:
+		return ".snappy"
+	case Zstd:
+		return ".zst"
+	}
+	return ""
+}
+
 // ErrCorrupt is wrapped by every error caused by damaged or incomplete compressed data.
 var ErrCorrupt = errors.New("io/compress: corrupt compressed data")
 

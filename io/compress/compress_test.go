@@ -465,3 +465,11 @@ func TestSnappyWriteAfterClose(t *testing.T) {
 		t.Fatal("write after Close succeeded")
 	}
 }
+
+func TestExtRoundTrip(t *testing.T) {
+	for _, c := range []Codec{None, Gzip, Zlib, Snappy, Zstd} {
+		if got := Detect("f.pb" + c.Ext()); got != c {
+			t.Errorf("Detect(%q) = %v, want %v", "f.pb"+c.Ext(), got, c)
+		}
+	}
+}

@@ -306,17 +306,7 @@ func (c Config) FileName(i int) string {
 	if c.Record.Framing == recordio.TFRecord {
 		ext = ".tfrecord"
 	}
-	switch c.codec() {
-	case compress.Gzip:
-		ext += ".gz"
-	case compress.Zlib:
-		ext += ".zlib"
-	case compress.Snappy:
-		ext += ".snappy"
-	case compress.Zstd:
-		ext += ".zst"
-	}
-	return fmt.Sprintf("%s-%05d%s", c.Prefix, i, ext)
+	return fmt.Sprintf("%s-%05d%s%s", c.Prefix, i, ext, c.codec().Ext())
 }
 
 // fileRows returns the first row and the row count of file i.

@@ -29,6 +29,15 @@ func SlotV2(f uint64) uint64 { return f >> V2SigBits & MaxSlotV2 }
 // its low 48 bits (bits 53..48 are lost).
 func V1ToV2(f uint64) uint64 { return SlotV1(f)<<V2SigBits | f&V2SigMask }
 
+// V1Hi returns the six signature bits (53..48) of a v1 fid that V1ToV2 drops.
+func V1Hi(f uint64) uint8 { return uint8(f>>V2SigBits) & 0x3F }
+
+// V2ToV1 rebuilds a v1 fid from its v2 form (whose slot must fit 10 bits) and the six
+// signature bits V1Hi kept: the exact inverse of V1ToV2 for v1 fids.
+func V2ToV1(f uint64, hi uint8) uint64 {
+	return (f>>V2SigBits&MaxSlotV1)<<V1SigBits | uint64(hi&0x3F)<<V2SigBits | f&V2SigMask
+}
+
 // MakeV1 builds a v1 fid from a slot and a signature, without checks (slot bits above 10
 // are shifted out, signature bits above 54 are masked off).
 func MakeV1(slot, sig uint64) uint64 { return slot<<V1SigBits | sig&V1SigMask }

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
@@ -116,7 +117,7 @@ func (f *FidsFilter) Keep(rec arrow.RecordBatch, dst []int) ([]int, error) {
 			if buf, err = actions.intsAt(r, buf[:0]); err != nil {
 				return dst, err
 			}
-			if !slices.ContainsFunc(buf, func(a int64) bool { return contains(f.actions, a) }) {
+			if !intersects(f.actions, buf) {
 				continue
 			}
 		}
@@ -140,7 +141,7 @@ func (f *FidsFilter) keepFids(cols []fidColumn, r int, selSeen, slotSeen *setScr
 				if hi != nil {
 					h = hi[j]
 				}
-				raw = v2ToV1(v, h)
+				raw = fid.V2ToV1(v, h)
 				slot = raw >> 54
 			}
 			if c.fidSet {
@@ -166,12 +167,6 @@ func (f *FidsFilter) keepFids(cols []fidColumn, r int, selSeen, slotSeen *setScr
 		}
 	}
 	return (len(f.has) == 0 || hasHit) && selHits == len(f.sel) && slotHits == len(f.slots)
-}
-
-// v2ToV1 rebuilds a v1 fid from its stored v2 form and the six signature bits (53..48)
-// kept in the feature's "__v1hi__" companion (see schemas/batch).
-func v2ToV1(v2 uint64, hi uint8) uint64 {
-	return (v2>>48&0x3FF)<<54 | uint64(hi&0x3F)<<48 | v2&(1<<48-1)
 }
 
 // fidColumn reads the fids of one flat fid feature column row by row without copying:

@@ -189,7 +189,7 @@ func TestFidColumnMatchesRawFids(t *testing.T) {
 						if hi != nil {
 							h = hi[i]
 						}
-						got[i] = v2ToV1(got[i], h)
+						got[i] = fid.V2ToV1(got[i], h)
 					}
 				}
 				if !slices.Equal(got, want) {

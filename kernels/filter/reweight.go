@@ -195,3 +195,16 @@ func (w *InstanceReweight) Apply(mem memory.Allocator, rec arrow.RecordBatch) (a
 	defer taken.Release()
 	return out.withLabels(op, mem, taken)
 }
+
+// clampInt64 truncates f toward zero and saturates it to the int64 range (NaN reads 0).
+func clampInt64(f float64) int64 {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}

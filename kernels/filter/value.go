@@ -2,7 +2,6 @@ package filter
 
 import (
 	"fmt"
-	"math"
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -486,17 +485,4 @@ func (a *AddAction) Apply(mem memory.Allocator, rec arrow.RecordBatch) (arrow.Re
 		return rec, nil
 	}
 	return withLineIDs("add_action", mem, rec, e.out)
-}
-
-// clampInt64 truncates f toward zero and saturates it to the int64 range (NaN reads 0).
-func clampInt64(f float64) int64 {
-	switch {
-	case math.IsNaN(f):
-		return 0
-	case f >= math.MaxInt64:
-		return math.MaxInt64
-	case f <= math.MinInt64:
-		return math.MinInt64
-	}
-	return int64(f)
 }

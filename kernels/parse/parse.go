@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
@@ -234,7 +235,7 @@ func (p *parser) fillSparse(o *sparseOut, v *colView, mode int) error {
 		hi := it.hiRow(r)
 		if hi == nil {
 			for i, f := range vals {
-				dst[i] = v2ToV1(f, 0)
+				dst[i] = fid.V2ToV1(f, 0)
 			}
 			continue
 		}
@@ -242,16 +243,10 @@ func (p *parser) fillSparse(o *sparseOut, v *colView, mode int) error {
 			return fmt.Errorf("%w: feature %q row %d: v1 signature bits do not match the fids", batch.ErrLayout, v.name, r)
 		}
 		for i, f := range vals {
-			dst[i] = v2ToV1(f, hi[i])
+			dst[i] = fid.V2ToV1(f, hi[i])
 		}
 	}
 	return nil
-}
-
-// v2ToV1 rebuilds a v1 fid from the v2 form the batch stores and the signature bits 48..53
-// kept beside it.
-func v2ToV1(v2 uint64, hi uint8) uint64 {
-	return (v2>>48&0x3FF)<<54 | uint64(hi&0x3F)<<48 | v2&(1<<48-1)
 }
 
 // fillFeature applies Monolith's FillFeature (Example and ExampleBatch cells) of column v

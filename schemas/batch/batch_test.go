@@ -21,6 +21,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/fixtures"
 	"github.com/monolith-go/monolith/internal/protogen"
+	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
@@ -645,8 +646,8 @@ func TestV1Conversion(t *testing.T) {
 		if v2>>48 != v1>>54 || v2&fidV2Mask != v1&fidV2Mask {
 			t.Errorf("V1ToV2(%x) = %x", v1, v2)
 		}
-		if back := v2ToV1(v2, v1Hi(v1)); back != v1 {
-			t.Errorf("v2ToV1(V1ToV2(%x)) = %x", v1, back)
+		if back := fid.V2ToV1(v2, fid.V1Hi(v1)); back != v1 {
+			t.Errorf("fid.V2ToV1(V1ToV2(%x)) = %x", v1, back)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/monolith-go/monolith/kernels/fid"
 )
 
 // featureCol accumulates the cells of one feature column. Its Arrow builder is created
@@ -112,7 +114,7 @@ func (c *featureCol) fids(mem memory.Allocator, k Kind, vals []uint64) error {
 	vb.Reserve(len(vals))
 	for i, v := range vals {
 		vb.UnsafeAppend(V1ToV2(v))
-		h := v1Hi(v)
+		h := fid.V1Hi(v)
 		if h != 0 && !c.anyHi {
 			c.anyHi = true
 			c.hi = make([]uint8, c.nvals+i, c.nvals+len(vals))

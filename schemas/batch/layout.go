@@ -302,11 +302,3 @@ const fidV2Mask = fid.V2SigMask
 
 // V1ToV2 converts a v1 fid to v2 (io.md §2.1); see kernels/fid.
 func V1ToV2(v1 uint64) uint64 { return fid.V1ToV2(v1) }
-
-// v1Hi returns the six signature bits (53..48) of a v1 fid that V1ToV2 drops.
-func v1Hi(v1 uint64) uint8 { return uint8(v1>>48) & 0x3F }
-
-// v2ToV1 rebuilds a v1 fid from its v2 form and the dropped bits.
-func v2ToV1(v2 uint64, hi uint8) uint64 {
-	return (v2>>48&0x3FF)<<54 | uint64(hi&0x3F)<<48 | v2&fidV2Mask
-}

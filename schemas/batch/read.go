@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/monolith-go/monolith/kernels/fid"
 )
 
 // featureReader reads the cells of one feature column back.
@@ -296,7 +298,7 @@ func (fr *featureReader) fidsAt(r int, k Kind) []uint64 {
 		if hi != nil {
 			h = hi[i]
 		}
-		out[i] = v2ToV1(v, h)
+		out[i] = fid.V2ToV1(v, h)
 	}
 	return out
 }

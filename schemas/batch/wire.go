@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
 
@@ -274,7 +275,7 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 			for j := range u {
 				v := binary.LittleEndian.Uint64(d[8*j:])
 				u[j] = V1ToV2(v)
-				if h := v1Hi(v); h != 0 {
+				if h := fid.V1Hi(v); h != 0 {
 					if c.hi == nil {
 						c.hi, c.anyHi = make([]uint8, total), true
 					}
