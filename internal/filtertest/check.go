@@ -17,6 +17,7 @@ import (
 
 	kfilter "github.com/monolith-go/monolith/kernels/filter"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/transforms/element"
 )
 
 // Apply transforms one batch, as Runner.Filter, Runner.Apply or a kernel op do: the
@@ -32,6 +33,9 @@ func Summaries(t testing.TB, recs []arrow.RecordBatch, apply Apply) []string {
 		res, err := apply(rec)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if res == nil {
+			continue
 		}
 		if res.NumRows() > 0 {
 			out = append(out, MustSummarize(t, res))
@@ -82,7 +86,7 @@ func ExpectSummaries(s beam.Scope, col beam.PCollection, want []string) {
 func RunPipeline(t testing.TB, recs []arrow.RecordBatch, build func(s beam.Scope, col beam.PCollection)) {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	build(s, CreateRecords(t, s, recs))
+	build(s, element.Create(s, recs...))
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +110,15 @@ func RunAll(t testing.TB, apply Apply, recs []arrow.RecordBatch, order []int) []
 	return out
 }
 
+// orders returns the indexes 0..n-1 forward and in reverse.
+func orders(n int) (forward, reverse []int) {
+	forward, reverse = make([]int, n), make([]int, n)
+	for i := range n {
+		forward[i], reverse[i] = i, n-1-i
+	}
+	return forward, reverse
+}
+
 // CheckReproducible pins the determinism rule of a random op: one Runner (newRunner
 // returns its Filter or Apply) gives every batch of recs the result a fresh Runner gives
 // it, whatever the order of the batches; and so does the transform on prism, with the
@@ -114,10 +127,7 @@ func CheckReproducible(t *testing.T, recs []arrow.RecordBatch, newRunner func(*t
 	transform func(s beam.Scope, col beam.PCollection) beam.PCollection) {
 	t.Helper()
 	n := len(recs)
-	forward, reverse := make([]int, n), make([]int, n)
-	for i := range n {
-		forward[i], reverse[i] = i, n-1-i
-	}
+	forward, reverse := orders(n)
 	shuffled := slices.Clone(forward)
 	rand.New(rand.NewPCG(9, 9)).Shuffle(n, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	// Reference: a fresh Runner per batch.
@@ -140,7 +150,7 @@ func CheckReproducible(t *testing.T, recs []arrow.RecordBatch, newRunner func(*t
 			b = append(b, recs[i])
 		}
 	}
-	col := beam.Reshuffle(s, beam.Flatten(s, CreateRecords(t, s, b), CreateRecords(t, s, a)))
+	col := beam.Reshuffle(s, beam.Flatten(s, element.Create(s, b...), element.Create(s, a...)))
 	ExpectSummaries(s, transform(s, col), NonEmpty(ref))
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
@@ -151,25 +161,8 @@ func CheckReproducible(t *testing.T, recs []arrow.RecordBatch, newRunner func(*t
 // (newOp returns a fresh one) reused over recs gives other results in reverse order.
 func CheckReusedOpDependsOnOrder(t *testing.T, recs []arrow.RecordBatch, newOp func(*testing.T) Apply) {
 	t.Helper()
-	n := len(recs)
-	forward, reverse := make([]int, n), make([]int, n)
-	for i := range n {
-		forward[i], reverse[i] = i, n-1-i
-	}
-	run := func(order []int) []string {
-		apply := newOp(t)
-		out := make([]string, n)
-		for _, i := range order {
-			res, err := apply(recs[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[i] = MustSummarize(t, res)
-			res.Release()
-		}
-		return out
-	}
-	if slices.Equal(run(forward), run(reverse)) {
+	forward, reverse := orders(len(recs))
+	if slices.Equal(RunAll(t, newOp(t), recs, forward), RunAll(t, newOp(t), recs, reverse)) {
 		t.Fatal("a reused kernel op gave the same results in both orders; the reproducibility test would not detect a naive adapter")
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"google.golang.org/protobuf/proto"
 
@@ -22,7 +21,6 @@ import (
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
-	"github.com/monolith-go/monolith/transforms/element"
 )
 
 func init() {
@@ -238,10 +236,4 @@ func LineID(e *examplepb.Example) *matrixpb.LineId {
 		return &matrixpb.LineId{}
 	}
 	return e.LineId
-}
-
-// CreateRecords returns a PCollection of the batches (element.Create).
-func CreateRecords(t testing.TB, s beam.Scope, recs []arrow.RecordBatch) beam.PCollection {
-	t.Helper()
-	return element.Create(s, recs...)
 }

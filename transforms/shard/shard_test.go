@@ -107,11 +107,24 @@ func TestShard(t *testing.T) {
 }
 
 func TestShardConstruction(t *testing.T) {
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "shard.Shard") {
-			t.Fatalf("recover() = %v, want a shard.Shard panic", r)
-		}
-	}()
-	_, s := beam.NewPipelineWithRoot()
-	shard.Shard(s, beam.Create(s, 1), config.Kernels{PS: 1, Version: 9})
+	good, err := config.Load(batchtest.ConfigPath(t), 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooManyPS := good
+	tooManyPS.PS = 1<<20 + 1 // accepted by config.Kernels, rejected by kernels/shard
+	for name, k := range map[string]config.Kernels{
+		"bad version":  {PS: 1, Version: 9},
+		"too many PSs": tooManyPS,
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "shard.Shard") {
+					t.Fatalf("recover() = %v, want a shard.Shard panic", r)
+				}
+			}()
+			_, s := beam.NewPipelineWithRoot()
+			shard.Shard(s, beam.Create(s, 1), k)
+		})
+	}
 }
