@@ -141,12 +141,13 @@ func psAddrs(ctx context.Context, ps, zk, zkPath string, n int, wait time.Durati
 	case ps != "" && zk != "":
 		return nil, fmt.Errorf("%w: give either --ps or --zk", errUsage)
 	case ps != "":
-		var addrs []string
-		for a := range strings.SplitSeq(ps, ",") {
-			if a = strings.TrimSpace(a); a == "" {
-				return nil, fmt.Errorf("%w: --ps %q has an empty address", errUsage, ps)
-			}
-			addrs = append(addrs, a)
+		addrs := strings.Split(ps, ",")
+		for i := range addrs {
+			addrs[i] = strings.TrimSpace(addrs[i])
+		}
+		addrs, err := discovery.Static(addrs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --ps: %v", errUsage, err)
 		}
 		return addrs, nil
 	case zk == "":
@@ -167,13 +168,13 @@ func psAddrs(ctx context.Context, ps, zk, zkPath string, n int, wait time.Durati
 	got := make(chan []string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- discovery.Watch(wctx, servers, zkPath, n, log, func(addrs []string) {
+		done <- discovery.Watch(wctx, servers, zkPath, n, log, func(addrs []string) { // owns addrs
 			mu.Lock()
-			last = slices.Clone(addrs)
+			last = addrs
 			mu.Unlock()
-			if len(addrs) == n && !slices.Contains(addrs, "") {
+			if !slices.Contains(addrs, "") {
 				select {
-				case got <- slices.Clone(addrs):
+				case got <- addrs:
 				default:
 				}
 			}
@@ -197,13 +198,14 @@ func psAddrs(ctx context.Context, ps, zk, zkPath string, n int, wait time.Durati
 	}
 }
 
-func parseInt64s(flagName, s string) ([]int64, error) {
-	var out []int64
+// parseList parses the comma-separated values of a flag, skipping empty elements.
+func parseList[T any](flagName, s string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
 	for f := range strings.SplitSeq(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		v, err := strconv.ParseInt(f, 0, 64)
+		v, err := parse(f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --%s: %v", errUsage, flagName, err)
 		}
@@ -212,19 +214,11 @@ func parseInt64s(flagName, s string) ([]int64, error) {
 	return out, nil
 }
 
-func parseFloat32s(flagName, s string) ([]float32, error) {
-	var out []float32
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		v, err := strconv.ParseFloat(f, 32)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --%s: %v", errUsage, flagName, err)
-		}
-		out = append(out, float32(v))
-	}
-	return out, nil
+func parseInt64(s string) (int64, error) { return strconv.ParseInt(s, 0, 64) }
+
+func parseFloat32(s string) (float32, error) {
+	v, err := strconv.ParseFloat(s, 32)
+	return float32(v), err
 }
 
 // psLookupRow is one fid of `ps-client lookup`.
@@ -239,7 +233,7 @@ func psLookupOrApply(ctx context.Context, cl *client.Client, sub, tableName stri
 	if tableName == "" {
 		return nil, fmt.Errorf("%w: %s needs --table", errUsage, sub)
 	}
-	fids, err := parseInt64s("fids", fidsS)
+	fids, err := parseList("fids", fidsS, parseInt64)
 	if err != nil {
 		return nil, err
 	}
@@ -272,14 +266,14 @@ func psLookupOrApply(ctx context.Context, cl *client.Client, sub, tableName stri
 		}
 		return map[string]any{"table": tableName, "dim": dim, "rows": rows, "num_found": res.NumFound, "num_initialized": res.NumInitialized}, nil
 	}
-	grads, err := parseFloat32s("grads", gradsS)
+	grads, err := parseList("grads", gradsS, parseFloat32)
 	if err != nil {
 		return nil, err
 	}
 	if len(grads) != len(fids)*dim {
 		return nil, fmt.Errorf("%w: --grads has %d values for %d fids of dim %d (want %d)", errUsage, len(grads), len(fids), dim, len(fids)*dim)
 	}
-	lrs, err := parseFloat32s("lr", lrS)
+	lrs, err := parseList("lr", lrS, parseFloat32)
 	if err != nil {
 		return nil, err
 	}

@@ -248,6 +248,8 @@ func TestPSUsageErrors(t *testing.T) {
 		{"ps-client", "apply", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2", "--fids", "1", "--grads", "1"},
 		{"ps-client", "barrier", "--ps", "127.0.0.1:1"},
 		{"ps-client", "stats", "--zk", "127.0.0.1:2"},
+		{"ps-client", "stats", "--ps", "127.0.0.1"},                // no port (gRPC would dial :443)
+		{"ps-client", "stats", "--ps", "127.0.0.1:1,,127.0.0.1:2"}, // empty shard address
 	} {
 		_, _, err := runCLI(t, args...)
 		if !errors.Is(err, errUsage) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
 
@@ -133,7 +135,7 @@ func (c *Client) dial(addr string) (*conn, error) {
 	bo.MaxDelay = 5 * time.Second
 	dopts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.opts.maxMsg), grpc.MaxCallSendMsgSize(c.opts.maxMsg)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.opts.maxMsg), grpc.MaxCallSendMsgSize(c.opts.maxMsg), grpc.ForceCodecV2(codec.Codec)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: c.opts.dialTimeout}),
 		// Large embedding responses: see the server's window size.
 		grpc.WithInitialWindowSize(16 << 20),
@@ -259,7 +261,12 @@ func (c *Client) Addrs() []string {
 }
 
 // NumShards is the current number of shards (0 after Close).
-func (c *Client) NumShards() int { return len(c.Addrs()) }
+func (c *Client) NumShards() int {
+	if s := c.cur.Load(); s != nil {
+		return len(s.conns)
+	}
+	return 0
+}
 
 // Close closes the connections once running calls finish; later calls fail with an
 // *InvalidConfigError. It is idempotent.
@@ -370,34 +377,45 @@ type LookupResult struct {
 // shard's sub-request.
 type position struct{ shard, local int32 }
 
-// route assigns each position of fids to its shard (uint64(f) % n) and returns the
-// positions and the per-shard fid lists, in request order within each shard.
-func route(fids []int64, n int) ([]position, [][]int64) {
-	pos := make([]position, len(fids))
-	per := make([][]int64, n)
-	counts := make([]int, n)
-	for _, f := range fids {
-		counts[uint64(f)%uint64(n)]++
-	}
-	for k := range per {
-		per[k] = make([]int64, 0, counts[k])
-	}
-	for i, f := range fids {
-		k := int(uint64(f) % uint64(n))
-		pos[i] = position{shard: int32(k), local: int32(len(per[k]))}
-		per[k] = append(per[k], f)
-	}
-	return pos, per
+// routing is the split of a request's fids over the shards (uint64(f) % n).
+type routing struct {
+	// per[k] are shard k's fids in request order; when one shard holds every fid, per[k] is
+	// the request's slice itself.
+	per [][]int64
+	// pos maps each request position to its shard answer; nil when one shard holds every
+	// fid (its answer is then already in request order).
+	pos []position
+	// shards are the involved shards, in increasing order.
+	shards []int
 }
 
-func involved(per [][]int64) []int {
-	var ks []int
-	for k, p := range per {
-		if len(p) > 0 {
-			ks = append(ks, k)
+// route assigns each position of fids (non-empty) to its shard.
+func route(fids []int64, n int) routing {
+	counts := make([]int, n)
+	var r routing
+	for _, f := range fids {
+		k := int(uint64(f) % uint64(n))
+		if counts[k] == 0 {
+			r.shards = append(r.shards, k)
 		}
+		counts[k]++
 	}
-	return ks
+	r.per = make([][]int64, n)
+	if len(r.shards) == 1 {
+		r.per[r.shards[0]] = fids
+		return r
+	}
+	slices.Sort(r.shards)
+	for _, k := range r.shards {
+		r.per[k] = make([]int64, 0, counts[k])
+	}
+	r.pos = make([]position, len(fids))
+	for i, f := range fids {
+		k := int(uint64(f) % uint64(n))
+		r.pos[i] = position{shard: int32(k), local: int32(len(r.per[k]))}
+		r.per[k] = append(r.per[k], f)
+	}
+	return r
 }
 
 // Lookup returns the rows of fids of a table, in request order, asking every involved shard
@@ -415,18 +433,18 @@ func (c *Client) Lookup(ctx context.Context, table string, dim int, fids []int64
 		return nil, err
 	}
 	defer set.release()
-	res := &LookupResult{Embeddings: make([]float32, len(fids)*dim)}
-	if opts.WantFound {
-		res.Found = make([]bool, len(fids))
-	}
 	if len(fids) == 0 {
+		res := &LookupResult{Embeddings: []float32{}}
+		if opts.WantFound {
+			res.Found = []bool{}
+		}
 		return res, nil
 	}
-	pos, per := route(fids, len(set.conns))
-	resps := make([]*pspb.LookupResponse, len(per))
-	err = fanout(involved(per), func(k int) error {
+	r := route(fids, len(set.conns))
+	resps := make([]*pspb.LookupResponse, len(r.per))
+	err = fanout(r.shards, func(k int) error {
 		resp, err := call(ctx, c, set, "Lookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.LookupResponse, error) {
-			return s.Lookup(ctx, &pspb.LookupRequest{Table: table, DimSize: int32(dim), Fids: per[k], CreateIfMissing: opts.CreateIfMissing, WantFound: opts.WantFound})
+			return s.Lookup(ctx, &pspb.LookupRequest{Table: table, DimSize: int32(dim), Fids: r.per[k], CreateIfMissing: opts.CreateIfMissing, WantFound: opts.WantFound})
 		})
 		if err != nil {
 			return err
@@ -434,9 +452,9 @@ func (c *Client) Lookup(ctx context.Context, table string, dim int, fids []int64
 		if resp.GetStatusCode() != 0 {
 			return &StatusError{Op: "Lookup", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()}
 		}
-		if len(resp.GetEmbeddings()) != len(per[k])*dim || (opts.WantFound && len(resp.GetFound()) != len(per[k])) {
+		if len(resp.GetEmbeddings()) != len(r.per[k])*dim || (opts.WantFound && len(resp.GetFound()) != len(r.per[k])) {
 			return &RPCError{Op: "Lookup", Shard: k, Err: fmt.Errorf("malformed response: %d floats and %d found flags for %d fids of dim %d",
-				len(resp.GetEmbeddings()), len(resp.GetFound()), len(per[k]), dim)}
+				len(resp.GetEmbeddings()), len(resp.GetFound()), len(r.per[k]), dim)}
 		}
 		resps[k] = resp
 		return nil
@@ -444,16 +462,29 @@ func (c *Client) Lookup(ctx context.Context, table string, dim int, fids []int64
 	if err != nil {
 		return nil, err
 	}
-	for i, p := range pos {
-		r, l := resps[p.shard], int(p.local)
-		copy(res.Embeddings[i*dim:(i+1)*dim], r.Embeddings[l*dim:(l+1)*dim])
-		if opts.WantFound {
-			res.Found[i] = r.Found[l]
-		}
+	res := &LookupResult{}
+	for _, resp := range resps {
+		res.NumFound += resp.GetNumFound()
+		res.NumInitialized += resp.GetNumInitialized()
 	}
-	for _, r := range resps {
-		res.NumFound += r.GetNumFound()
-		res.NumInitialized += r.GetNumInitialized()
+	if r.pos == nil { // one shard: its answer is in request order
+		resp := resps[r.shards[0]]
+		res.Embeddings = resp.Embeddings
+		if opts.WantFound {
+			res.Found = resp.Found
+		}
+		return res, nil
+	}
+	res.Embeddings = make([]float32, len(fids)*dim)
+	if opts.WantFound {
+		res.Found = make([]bool, len(fids))
+	}
+	for i, p := range r.pos {
+		resp, l := resps[p.shard], int(p.local)
+		copy(res.Embeddings[i*dim:(i+1)*dim], resp.Embeddings[l*dim:(l+1)*dim])
+		if opts.WantFound {
+			res.Found[i] = resp.Found[l]
+		}
 	}
 	return res, nil
 }
@@ -473,7 +504,7 @@ func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids
 	if dim <= 0 || dim > math.MaxInt32 {
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: dim %d, want > 0", table, dim)}
 	}
-	if len(grads) != len(fids)*dim {
+	if len(fids) > math.MaxInt32 || len(grads) != len(fids)*dim {
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: %d gradients for %d fids of dim %d", table, len(grads), len(fids), dim)}
 	}
 	set, err := c.acquire()
@@ -485,21 +516,23 @@ func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids
 	if len(fids) == 0 {
 		return res, nil
 	}
-	n := len(set.conns)
-	_, per := route(fids, n)
-	perGrads := make([][]float32, n)
-	for k := range perGrads {
-		perGrads[k] = make([]float32, 0, len(per[k])*dim)
+	r := route(fids, len(set.conns))
+	perGrads := make([][]float32, len(r.per))
+	if r.pos == nil {
+		perGrads[r.shards[0]] = grads
+	} else {
+		for _, k := range r.shards {
+			perGrads[k] = make([]float32, 0, len(r.per[k])*dim)
+		}
+		for i, p := range r.pos {
+			perGrads[p.shard] = append(perGrads[p.shard], grads[i*dim:(i+1)*dim]...)
+		}
 	}
-	for i, f := range fids {
-		k := uint64(f) % uint64(n)
-		perGrads[k] = append(perGrads[k], grads[i*dim:(i+1)*dim]...)
-	}
-	resps := make([]*pspb.ApplyGradientsResponse, n)
-	err = fanout(involved(per), func(k int) error {
+	resps := make([]*pspb.ApplyGradientsResponse, len(r.per))
+	err = fanout(r.shards, func(k int) error {
 		resp, err := call(ctx, c, set, "ApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.ApplyGradientsResponse, error) {
 			return s.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{
-				Table: table, DimSize: int32(dim), Fids: per[k], Gradients: perGrads[k],
+				Table: table, DimSize: int32(dim), Fids: r.per[k], Gradients: perGrads[k],
 				LearningRates: lrs, GlobalStep: step, UpdateTime: updateTime,
 			})
 		})
@@ -515,10 +548,10 @@ func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range resps {
-		res.NumUpdated += r.GetNumUpdated()
-		res.NumNotFound += r.GetNumNotFound()
-		res.NumCreated += r.GetNumCreated()
+	for _, resp := range resps {
+		res.NumUpdated += resp.GetNumUpdated()
+		res.NumNotFound += resp.GetNumNotFound()
+		res.NumCreated += resp.GetNumCreated()
 	}
 	return res, nil
 }
@@ -574,17 +607,19 @@ func (c *Client) HealthCheck(ctx context.Context, component string) (*pspb.Healt
 
 // HealthCheckShard checks component on shard k.
 func (c *Client) HealthCheckShard(ctx context.Context, k int, component string) (*pspb.HealthCheckResponse, error) {
-	return onShard(ctx, c, "HealthCheck", k, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.HealthCheckResponse, error) {
-		return s.HealthCheck(ctx, &pspb.HealthCheckRequest{Component: component})
-	})
+	return onShard(ctx, c, "HealthCheck", k, healthCheck(component))
 }
 
 // HealthCheckAll checks component on every shard in parallel. Slot k is shard k's answer,
 // nil when it failed; err joins the failures.
 func (c *Client) HealthCheckAll(ctx context.Context, component string) ([]*pspb.HealthCheckResponse, error) {
-	return onAll(ctx, c, "HealthCheck", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.HealthCheckResponse, error) {
+	return onAll(ctx, c, "HealthCheck", healthCheck(component))
+}
+
+func healthCheck(component string) func(context.Context, pspb.ParameterServerClient) (*pspb.HealthCheckResponse, error) {
+	return func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.HealthCheckResponse, error) {
 		return s.HealthCheck(ctx, &pspb.HealthCheckRequest{Component: component})
-	})
+	}
 }
 
 // GetStats returns the statistics of shard 0.
@@ -594,17 +629,19 @@ func (c *Client) GetStats(ctx context.Context, includeTables bool) (*pspb.GetSta
 
 // GetStatsShard returns the statistics of shard k.
 func (c *Client) GetStatsShard(ctx context.Context, k int, includeTables bool) (*pspb.GetStatsResponse, error) {
-	return onShard(ctx, c, "GetStats", k, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
-		return s.GetStats(ctx, &pspb.GetStatsRequest{IncludeTableStats: includeTables})
-	})
+	return onShard(ctx, c, "GetStats", k, getStats(includeTables))
 }
 
 // GetStatsAll returns every shard's statistics, fetched in parallel. Slot k is shard k's,
 // nil when it failed; err joins the failures.
 func (c *Client) GetStatsAll(ctx context.Context, includeTables bool) ([]*pspb.GetStatsResponse, error) {
-	return onAll(ctx, c, "GetStats", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
+	return onAll(ctx, c, "GetStats", getStats(includeTables))
+}
+
+func getStats(includeTables bool) func(context.Context, pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
+	return func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
 		return s.GetStats(ctx, &pspb.GetStatsRequest{IncludeTableStats: includeTables})
-	})
+	}
 }
 
 // Save makes every shard write a checkpoint now, in parallel. Slot k is shard k's answer,

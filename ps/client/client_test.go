@@ -274,6 +274,23 @@ func TestRoutingAndOrder(t *testing.T) {
 	if !slices.Equal(look.Found, []bool{true, false, true, true, true}) || look.NumFound != 4 {
 		t.Fatalf("found %v (%d)", look.Found, look.NumFound)
 	}
+	// All fids on one shard (0 of 3): the shard's answer is used as it is, in request order.
+	one, err := c.Lookup(ctx(t), "sgd", 2, []int64{3, 0, 9, 3}, client.LookupOptions{WantFound: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []float32{-0.3, -3, -0.5, -5, 0, 0, -0.3, -3}
+	for i := range want {
+		if math.Abs(float64(one.Embeddings[i]-want[i])) > 1e-5 {
+			t.Fatalf("one-shard rows %v, want %v", one.Embeddings, want)
+		}
+	}
+	if !slices.Equal(one.Found, []bool{true, true, false, true}) || one.NumFound != 3 || len(one.Embeddings) != len(want) {
+		t.Fatalf("one-shard found %v (%d)", one.Found, one.NumFound)
+	}
+	if one, err := c.Lookup(ctx(t), "sgd", 2, []int64{3, 0}, client.LookupOptions{}); err != nil || one.Found != nil || one.NumFound != 2 {
+		t.Fatalf("one-shard lookup without WantFound: %v %v", one, err)
+	}
 	// Empty requests never reach a server.
 	if r, err := c.Lookup(ctx(t), "sgd", 2, nil, client.LookupOptions{}); err != nil || len(r.Embeddings) != 0 {
 		t.Fatal(r, err)

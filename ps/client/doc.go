@@ -3,7 +3,8 @@
 // A Client holds one lazily dialled gRPC connection per shard and routes fid f to shard
 // uint64(f) % N (decision P10). Lookup and ApplyGradients split a request by shard, call the
 // involved shards concurrently and reassemble the answers in request order through an
-// explicit (shard, local index) map per position; duplicates are sent as they are, so the
+// explicit (shard, local index) map per position (a request whose fids all live on one
+// shard is sent and answered as it is); duplicates are sent as they are, so the
 // per-position counting of §8.2 and the server-side summation of §8.3 hold across shards.
 // Barrier uses shard 0 as its coordinator, BarrierOnShard another one; HealthCheck and
 // GetStats ask shard 0, their *Shard variants shard k and their *All variants every shard in

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -41,6 +42,9 @@ type barriers struct {
 	}
 	// stopping is closed when the server shuts down; waiters return Unavailable.
 	stopping <-chan struct{}
+	// testHookGaveUp, when set (by tests only), is called by a waiter that stopped waiting
+	// for its release, before it takes the lock to check its generation.
+	testHookGaveUp func()
 }
 
 func newBarriers(stopping <-chan struct{}) *barriers {
@@ -54,7 +58,7 @@ func barrierFail(code int32, format string, args ...any) *pspb.BarrierResponse {
 }
 
 // errStopping is returned to barrier waiters when the server shuts down.
-var errStopping = fmt.Errorf("ps/server: server is shutting down")
+var errStopping = errors.New("ps/server: server is shutting down")
 
 // arrive registers req.worker_id and waits for its generation to be released, its timeout,
 // the end of ctx or the server's shutdown. A non-nil error means the RPC itself fails
@@ -113,6 +117,9 @@ func (b *barriers) arrive(ctx context.Context, req *pspb.BarrierRequest) (*pspb.
 		cause = ctx.Err()
 	case <-b.stopping:
 		cause = errStopping
+	}
+	if b.testHookGaveUp != nil {
+		b.testHookGaveUp()
 	}
 	// Leave the arrived set unless the generation was released meanwhile.
 	b.mu.Lock()

@@ -190,16 +190,22 @@ func TestBarrierTimeoutThenRetry(t *testing.T) {
 	}
 }
 
-// TestBarrierTimeoutRacingRelease holds the barrier lock while the waiter's timer fires and
-// releases its generation before the waiter can re-check: the waiter must answer OK.
+// TestBarrierTimeoutRacingRelease releases the waiter's generation after its timer fired
+// and before it re-checks under the lock: the waiter must answer OK.
 func TestBarrierTimeoutRacingRelease(t *testing.T) {
 	s := start(t, testOptions(t)).srv
+	gaveUp, proceed := make(chan struct{}), make(chan struct{})
+	s.barriers.testHookGaveUp = func() { close(gaveUp); <-proceed } // set before the waiter starts
 	ch := async(testCtx(t), s, breq("race", 0, 2, 20*time.Millisecond))
-	waitArrived(t, s, "race", 0)
+	select {
+	case <-gaveUp: // the waiter's timer fired
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter's timer never fired")
+	}
 	s.barriers.mu.Lock()
-	time.Sleep(100 * time.Millisecond) // the waiter's timer fires and it blocks on the lock
 	s.barriers.mu.m["race"].releaseLocked()
 	s.barriers.mu.Unlock()
+	close(proceed)
 	if resp := recv(t, ch); resp.StatusCode != 0 || resp.Generation != 0 {
 		t.Fatalf("timeout racing release: %v, want OK in generation 0", resp)
 	}

@@ -26,6 +26,8 @@
 //     apply in the statistics.
 //   - More fids than MaxFidsPerRequest in one request (summed over sub-requests) is
 //     codes.ResourceExhausted; gRPC messages are bounded by MaxMessageBytes both ways.
+//   - Messages are encoded by package ps/server/codec: the proto wire format, with a buffer
+//     pool that does not clear buffers (gRPC's default one clears 1 MiB per large message).
 //   - Response status codes: 0 OK, 1 failure with error_message, 2 barrier timeout.
 //
 // # Barriers

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/monolith-go/monolith/ps/table"
 )
 
 // metrics are the server's counters. Every field is updated atomically; there is no lock.
@@ -72,10 +74,10 @@ func (p *promWriter) counter(name, help string, v int64) {
 	p.sample(name, "", float64(v))
 }
 
-// escapeLabel escapes a label value: backslash, double quote and newline.
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
+// labelEscaper escapes a label value: backslash, double quote and newline.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
 // writeMetrics renders every counter and per-table gauge.
 func (s *Server) writeMetrics(w io.Writer) error {
@@ -101,29 +103,23 @@ func (s *Server) writeMetrics(w io.Writer) error {
 	p.counter("monolith_ps_checkpoint_save_errors_total", "Checkpoint saves that failed.", m.saveErrors.Load())
 	p.counter("monolith_ps_evicted_entries_total", "Entries removed by expiry.", m.evicted.Load())
 
-	type gauge struct{ name, help string }
-	gauges := []gauge{
-		{"monolith_ps_table_entries", "Entries of a table."},
-		{"monolith_ps_table_memory_bytes", "Bytes a table holds: entries, index and filter."},
-		{"monolith_ps_table_raw_bytes", "Embedding and optimizer-state bytes of a table's entries."},
-		{"monolith_ps_table_dim", "Embedding dimension of a table."},
-		{"monolith_ps_table_max_update_time_seconds", "Newest update time of a table (Unix seconds)."},
-	}
-	vals := make([][]float64, len(gauges))
-	names := make([]string, len(s.tables))
+	stats := make([]table.Stats, len(s.tables))
 	for i, t := range s.tables {
-		st := t.Stats()
-		names[i] = escapeLabel(t.Name())
-		vals[0] = append(vals[0], float64(st.Size))
-		vals[1] = append(vals[1], float64(st.MemoryBytes))
-		vals[2] = append(vals[2], float64(st.RawBytes))
-		vals[3] = append(vals[3], float64(st.Dim))
-		vals[4] = append(vals[4], float64(st.MaxUpdateTime))
+		stats[i] = t.Stats()
 	}
-	for g, gg := range gauges {
-		p.header(gg.name, "gauge", gg.help)
-		for i := range s.tables {
-			p.sample(gg.name, `table="`+names[i]+`"`, vals[g][i])
+	for _, g := range []struct {
+		name, help string
+		value      func(table.Stats) float64
+	}{
+		{"monolith_ps_table_entries", "Entries of a table.", func(st table.Stats) float64 { return float64(st.Size) }},
+		{"monolith_ps_table_memory_bytes", "Bytes a table holds: entries, index and filter.", func(st table.Stats) float64 { return float64(st.MemoryBytes) }},
+		{"monolith_ps_table_raw_bytes", "Embedding and optimizer-state bytes of a table's entries.", func(st table.Stats) float64 { return float64(st.RawBytes) }},
+		{"monolith_ps_table_dim", "Embedding dimension of a table.", func(st table.Stats) float64 { return float64(st.Dim) }},
+		{"monolith_ps_table_max_update_time_seconds", "Newest update time of a table (Unix seconds).", func(st table.Stats) float64 { return float64(st.MaxUpdateTime) }},
+	} {
+		p.header(g.name, "gauge", g.help)
+		for _, st := range stats {
+			p.sample(g.name, `table="`+escapeLabel(st.Name)+`"`, g.value(st))
 		}
 	}
 	return p.w.Flush()

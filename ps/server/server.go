@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/monolith-go/monolith/ps/checkpoint"
+	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
@@ -116,6 +117,7 @@ func New(opts Options) (*Server, error) {
 		grpc.ReadBufferSize(256<<10),
 		grpc.WriteBufferSize(256<<10),
 		grpc.ChainUnaryInterceptor(s.recoverInterceptor),
+		grpc.ForceServerCodecV2(codec.Codec),
 	)
 	pspb.RegisterParameterServerServer(s.grpc, s)
 	s.health = health.NewServer()
@@ -140,10 +142,10 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// tableSeed derives the initializer seed of table i of a shard (splitmix64 finalizer).
 // windowBytes is the HTTP/2 flow-control window of PS connections, both ways.
 const windowBytes = 16 << 20
 
+// tableSeed derives the initializer seed of table i of a shard (splitmix64 finalizer).
 func tableSeed(seed uint64, shard, i int) uint64 {
 	x := seed ^ uint64(shard)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9
 	x ^= x >> 30
@@ -262,9 +264,6 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("stopped", "err", err)
 	return err
 }
-
-// Run is Serve.
-func (s *Server) Run(ctx context.Context) error { return s.Serve(ctx) }
 
 // stopNow stops serving at once. Safe to call more than once.
 func (s *Server) stopNow() {
@@ -544,23 +543,13 @@ func (s *Server) GetStats(_ context.Context, req *pspb.GetStatsRequest) (*pspb.G
 // BatchLookup runs independent Lookup sub-requests, concurrently; a failing one is
 // status_code 1 in its own slot. The fid limit applies to their sum.
 func (s *Server) BatchLookup(_ context.Context, req *pspb.BatchLookupRequest) (*pspb.BatchLookupResponse, error) {
-	reqs := req.GetRequests()
-	n := 0
-	for _, r := range reqs {
-		n += len(r.GetFids())
-	}
-	if err := s.checkFids("batch lookup", n); err != nil {
-		s.metrics.observeLookup(time.Now(), 0, true)
+	resps, err := runBatch(s, "batch lookup", req.GetRequests(), s.metrics.observeLookup, s.lookup,
+		func(msg string) *pspb.LookupResponse {
+			return &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: msg}
+		})
+	if err != nil {
 		return nil, err
 	}
-	resps := make([]*pspb.LookupResponse, len(reqs))
-	parallel(len(reqs), func(i int) {
-		if reqs[i] == nil {
-			resps[i] = &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf("ps/server: batch lookup: sub-request %d is nil", i)}
-			return
-		}
-		resps[i] = s.lookup(reqs[i])
-	})
 	return &pspb.BatchLookupResponse{Responses: resps}, nil
 }
 
@@ -568,24 +557,41 @@ func (s *Server) BatchLookup(_ context.Context, req *pspb.BatchLookupRequest) (*
 // failing one is status_code 1 in its own slot. The fid limit applies to their sum.
 // Sub-requests on the same table and fid are applied in an unspecified order.
 func (s *Server) BatchApplyGradients(_ context.Context, req *pspb.BatchApplyGradientsRequest) (*pspb.BatchApplyGradientsResponse, error) {
-	reqs := req.GetRequests()
+	resps, err := runBatch(s, "batch apply", req.GetRequests(), s.metrics.observeApply, s.apply,
+		func(msg string) *pspb.ApplyGradientsResponse {
+			return &pspb.ApplyGradientsResponse{StatusCode: statusFailure, ErrorMessage: msg}
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &pspb.BatchApplyGradientsResponse{Responses: resps}, nil
+}
+
+// runBatch checks the summed fids of a batch RPC's sub-requests against the limit (a
+// rejection counts once in observe) and runs them concurrently; a nil sub-request gets
+// fail's response.
+func runBatch[Req interface {
+	comparable
+	GetFids() []int64
+}, Resp any](s *Server, op string, reqs []Req, observe func(time.Time, int, bool), run func(Req) Resp, fail func(msg string) Resp) ([]Resp, error) {
 	n := 0
 	for _, r := range reqs {
 		n += len(r.GetFids())
 	}
-	if err := s.checkFids("batch apply", n); err != nil {
-		s.metrics.observeApply(time.Now(), 0, true)
+	if err := s.checkFids(op, n); err != nil {
+		observe(time.Now(), 0, true)
 		return nil, err
 	}
-	resps := make([]*pspb.ApplyGradientsResponse, len(reqs))
+	resps := make([]Resp, len(reqs))
+	var null Req
 	parallel(len(reqs), func(i int) {
-		if reqs[i] == nil {
-			resps[i] = &pspb.ApplyGradientsResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf("ps/server: batch apply: sub-request %d is nil", i)}
+		if reqs[i] == null {
+			resps[i] = fail(fmt.Sprintf("ps/server: %s: sub-request %d is nil", op, i))
 			return
 		}
-		resps[i] = s.apply(reqs[i])
+		resps[i] = run(reqs[i])
 	})
-	return &pspb.BatchApplyGradientsResponse{Responses: resps}, nil
+	return resps, nil
 }
 
 // Save writes a checkpoint of this shard now. Without a checkpoint directory it is

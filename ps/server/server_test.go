@@ -249,6 +249,18 @@ func TestBatchMixedValidity(t *testing.T) {
 	if n := len(lresp.Responses[4].Embeddings); n != 0 {
 		t.Fatalf("empty lookup returned %d floats", n)
 	}
+
+	// A nil sub-request (possible in direct calls only) fails in its own slot.
+	nl, err := r.srv.BatchLookup(ctx, &pspb.BatchLookupRequest{Requests: []*pspb.LookupRequest{nil, {Table: "emb", DimSize: 4, Fids: []int64{1}}}})
+	if err != nil || len(nl.Responses) != 2 || nl.Responses[0].StatusCode != 1 || !strings.Contains(nl.Responses[0].ErrorMessage, "batch lookup: sub-request 0 is nil") ||
+		nl.Responses[1].StatusCode != 0 || len(nl.Responses[1].Embeddings) != 4 {
+		t.Fatalf("batch lookup with a nil sub-request: %v %v", nl, err)
+	}
+	na, err := r.srv.BatchApplyGradients(ctx, &pspb.BatchApplyGradientsRequest{Requests: []*pspb.ApplyGradientsRequest{ok("emb", 4, []int64{9}, 1), nil}})
+	if err != nil || len(na.Responses) != 2 || na.Responses[0].StatusCode != 0 || na.Responses[0].NumUpdated != 1 ||
+		na.Responses[1].StatusCode != 1 || !strings.Contains(na.Responses[1].ErrorMessage, "batch apply: sub-request 1 is nil") {
+		t.Fatalf("batch apply with a nil sub-request: %v %v", na, err)
+	}
 }
 
 func TestRequestLimits(t *testing.T) {
