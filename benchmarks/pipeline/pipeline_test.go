@@ -150,3 +150,38 @@ func TestSplitRepeated(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsTables re-aggregates the raw files of RESULTS.md's issue 4 section with
+// `-from` and checks that every table row it prints appears in RESULTS.md unchanged.
+func TestResultsTables(t *testing.T) {
+	doc, err := os.ReadFile("../RESULTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, files := range [][]string{
+		{"../pipeline-2026-11-21-run1.tsv", "../pipeline-2026-11-21-run2.tsv", "../pipeline-2026-11-21-run3.tsv"},
+		{"../pipeline-nooutput-2026-11-21.tsv"}, // RESULTS.md shows its quiet table only
+	} {
+		var b bytes.Buffer
+		if err := reportFiles(&b, files, 0.2); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if len(files) == 1 {
+			_, out, _ = strings.Cut(out, "Only measurements")
+		}
+		rows := 0
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| scale ") {
+				continue
+			}
+			rows++
+			if !bytes.Contains(doc, []byte(line)) {
+				t.Errorf("%v: RESULTS.md lacks the row\n%s", files, line)
+			}
+		}
+		if rows == 0 {
+			t.Errorf("%v: no table rows", files)
+		}
+	}
+}

@@ -291,11 +291,11 @@ func Build(s beam.Scope, job Job) {
 			beam.ParDo0(cs, addCounters, beam.Reshuffle(cs, totals))
 		}
 	}
-	cfg := beamio.DefaultReadConfig()
 	if job.Branches <= 1 {
-		chain(s, beamio.Read(s, strings.Join(job.Files, ","), beamio.WithConfig(cfg)))
+		chain(s, beamio.Read(s, strings.Join(job.Files, ","))) // Read starts from DefaultReadConfig
 		return
 	}
+	cfg := beamio.DefaultReadConfig()
 	for b := range min(job.Branches, len(job.Files)) {
 		var files []string
 		for i := b; i < len(job.Files); i += job.Branches {

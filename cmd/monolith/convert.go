@@ -18,7 +18,8 @@ import (
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
-// sink receives batches and writes them to the output.
+// runConvert converts training data between framings, message types and batch files
+// (io/sink writes the output).
 func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("convert", stderr)
 	var in inputFlags

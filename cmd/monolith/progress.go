@@ -21,10 +21,9 @@ type progress struct {
 	tty   bool
 }
 
-// startProgress starts the reporter according to mode ("auto", "always", "never"). It
-// returns nil when progress is off.
-func startProgress(ctx context.Context, mode string, w io.Writer, stats func() dataset.Stats) (*progress, error) {
-	tty := false
+// progressMode decides --progress: whether progress goes to w ("auto": when w is a
+// terminal, "always", "never"), and whether w is a terminal.
+func progressMode(mode string, w io.Writer) (on, tty bool, err error) {
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			tty = true
@@ -32,14 +31,21 @@ func startProgress(ctx context.Context, mode string, w io.Writer, stats func() d
 	}
 	switch mode {
 	case "never":
-		return nil, nil
+		return false, tty, nil
 	case "auto":
-		if !tty {
-			return nil, nil
-		}
+		return tty, tty, nil
 	case "always":
-	default:
-		return nil, fmt.Errorf("%w: --progress %q (want auto, always or never)", errUsage, mode)
+		return true, tty, nil
+	}
+	return false, tty, fmt.Errorf("%w: --progress %q (want auto, always or never)", errUsage, mode)
+}
+
+// startProgress starts the reporter according to mode (see progressMode). It returns nil
+// when progress is off.
+func startProgress(ctx context.Context, mode string, w io.Writer, stats func() dataset.Stats) (*progress, error) {
+	on, tty, err := progressMode(mode, w)
+	if err != nil || !on {
+		return nil, err
 	}
 	p := &progress{w: w, stats: stats, start: time.Now(), stop: make(chan struct{}), tty: tty}
 	p.done.Add(1)

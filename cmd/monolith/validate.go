@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/io/featurelist"
@@ -55,6 +54,10 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	showProgress, _, err := progressMode(in.progress, stderr)
+	if err != nil {
+		return err
+	}
 	fc, err := featcfg.Load(*configs)
 	if err != nil {
 		return err
@@ -79,7 +82,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		},
 		OutDir: *out,
 	}
-	if progressOn(in.progress, stderr) {
+	if showProgress {
 		job.Progress = stderr
 	}
 	logger(stderr, in.verbose).Debug("validate", "input", *input, "runner", ro.Runner, "ps", *ps, "version", *version)
@@ -96,20 +99,4 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w: %d failing findings (see %s)", errChecksFailed, len(rep.Failing()), tp)
 	}
 	return nil
-}
-
-// progressOn reports whether --progress asks for progress lines on w.
-func progressOn(mode string, w io.Writer) bool {
-	switch mode {
-	case "always":
-		return true
-	case "auto":
-		f, ok := w.(*os.File)
-		if !ok {
-			return false
-		}
-		st, err := f.Stat()
-		return err == nil && st.Mode()&os.ModeCharDevice != 0
-	}
-	return false
 }

@@ -121,6 +121,7 @@ func TestValidateUsage(t *testing.T) {
 		{"universal without endpoint", []string{"--input", "x", "--feature-configs", goodConfigs, "--runner", "universal"}, "endpoint"},
 		{"bad version", []string{"--input", "x", "--feature-configs", goodConfigs, "--version", "7"}, "version"},
 		{"missing config", []string{"--input", "x", "--feature-configs", "nope.pbtxt"}, "nope.pbtxt"},
+		{"bad progress", []string{"--input", "x", "--feature-configs", goodConfigs, "--progress", "sometimes"}, "--progress"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,7 +98,6 @@ type layoutState struct {
 type runtime struct {
 	single []*featcfg.Config // one config per feature, to read it as the kernels do
 	in1    shard.Input
-	rebase []int32
 
 	lcfg *featcfg.Config // the valid subset of the config with every dims[0] -1 (what runs), or nil
 	decl *featcfg.Config // the same with the declared shapes
@@ -302,19 +301,11 @@ func (a *Accumulator) addFeature(rec arrow.RecordBatch, src batch.Source, f, row
 	} else {
 		fs.IndividualRows += int64(rows)
 	}
-	// Only the fids the entries reference (a sliced column's values may be wider), with the
-	// offsets rebased so that the view keeps the Sparse contract.
+	// Only the fids the entries reference (a sliced column's values may be wider); Sparse
+	// takes absolute offsets, so the view needs no rebasing.
 	offs := fi.Offsets[:fi.Entries(rows)+1]
-	lo, hi := offs[0], offs[len(offs)-1]
-	vals := fi.Values[lo:hi]
-	if lo != 0 {
-		rt.rebase = rt.rebase[:0]
-		for _, o := range offs {
-			rt.rebase = append(rt.rebase, o-lo)
-		}
-		offs = rt.rebase
-	}
-	fs.Stats.Add(batch.Sparse{Name: fs.Name, Rows: rows, Shared: fi.Shared, Offsets: offs, Values: vals})
+	fs.Stats.Add(batch.Sparse{Name: fs.Name, Rows: rows, Shared: fi.Shared, Offsets: offs, Values: fi.Values})
+	vals := fi.Values[offs[0]:offs[len(offs)-1]]
 	cur, run := -1, int64(0)
 	for _, v := range vals {
 		s := featurelist.SlotV2(v)

@@ -179,6 +179,7 @@ type accumulateFn struct {
 	Progress bool
 
 	acc *Accumulator
+	rt  *runtime       // built from Empty for the first bundle and shared by the later ones
 	ts  beam.EventTime // of the bundle's last batch; the state is emitted with it
 
 	rowsSeen beam.Counter
@@ -193,8 +194,21 @@ func (f *accumulateFn) Setup() {
 }
 
 func (f *accumulateFn) StartBundle(context.Context, func(beam.EventTime, []byte)) error {
-	f.acc = &Accumulator{}
-	return f.acc.UnmarshalBinary(f.Empty)
+	acc := &Accumulator{}
+	if err := acc.UnmarshalBinary(f.Empty); err != nil {
+		return err
+	}
+	// The runtime (per-feature readers, sharder, layouter) depends on the config only:
+	// build it once per DoFn instance, not once per bundle.
+	if f.rt == nil {
+		if err := acc.ensure(); err != nil {
+			return err
+		}
+		f.rt = acc.rt
+	}
+	acc.rt = f.rt
+	f.acc = acc
+	return nil
 }
 
 func (f *accumulateFn) ProcessElement(ctx context.Context, ts beam.EventTime, rec arrow.RecordBatch, _ func(beam.EventTime, []byte)) error {

@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/io/featurelist"
 	"github.com/monolith-go/monolith/kernels/featstats"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
@@ -118,8 +118,12 @@ func Build(in Inputs, fc *examplepb.FeatureConfigs, opts Options, acc *Accumulat
 		r.Inputs.Files = []string{}
 	}
 	findings := map[string][]Finding{}
+	badLayouts := map[string]bool{} // layouts with a static problem of their own
 	for _, f := range Static(fc, opts) {
 		findings[f.Check] = append(findings[f.Check], f)
+		if f.Layout != "" {
+			badLayouts[f.Layout] = true
+		}
 	}
 	if acc != nil {
 		r.Batches, r.Rows = acc.st.Batches, acc.st.Rows
@@ -173,7 +177,7 @@ func Build(in Inputs, fc *examplepb.FeatureConfigs, opts Options, acc *Accumulat
 		r.Checks = append(r.Checks, cr)
 	}
 	r.features(fc, acc)
-	r.layouts(fc, acc)
+	r.layouts(fc, acc, badLayouts)
 	return r, nil
 }
 
@@ -277,7 +281,7 @@ func dataFindings(st *state) []Finding {
 
 // fidString renders a fid with its slot.
 func fidString(v uint64) string {
-	return fmt.Sprintf("%#x (slot %d)", v, (v>>48)&0x7FFF)
+	return fmt.Sprintf("%#x (slot %d)", v, featurelist.SlotV2(v))
 }
 
 // features fills r.Features from the config and the accumulated data.
@@ -318,18 +322,12 @@ func (r *Report) features(fc *examplepb.FeatureConfigs, acc *Accumulator) {
 	}
 }
 
-// layouts fills r.Layouts.
-func (r *Report) layouts(fc *examplepb.FeatureConfigs, acc *Accumulator) {
+// layouts fills r.Layouts; invalid holds the layouts the static checks failed.
+func (r *Report) layouts(fc *examplepb.FeatureConfigs, acc *Accumulator, invalid map[string]bool) {
 	ran := map[string]*layoutState{}
 	if acc != nil {
 		for i := range acc.st.Layouts {
 			ran[acc.st.Layouts[i].Name] = &acc.st.Layouts[i]
-		}
-	}
-	invalid := map[string]bool{}
-	for _, p := range featcfg.Check(fc) {
-		if p.Layout != "" {
-			invalid[p.Layout] = true
 		}
 	}
 	for _, name := range sortedKeys(fc.GetOutConfigs()) {
