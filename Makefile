@@ -4,7 +4,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        ?= ./...
 FUZZTIME    ?= 5s
 
-.PHONY: all build test lint proto bench fuzz inspect
+.PHONY: all build test lint proto bench fuzz inspect train
 
 all: build test
 
@@ -16,6 +16,13 @@ test: lint
 	$(GO) test -count=1 $(PKGS)
 	$(GO) test -count=1 -race ./io/... ./schemas/... ./kernels/... ./transforms/... ./pipelines/... ./runners/... ./ps/... ./internal/zktest/...
 	./scripts/fuzz.sh $(FUZZTIME)
+
+## train: the main job: planted FM data (monolith gen --planted), then monolith train on prism.
+PLANTED ?= /tmp/monolith-planted
+train:
+	$(GO) run ./cmd/monolith gen --planted fm --seed 1 --out $(PLANTED)
+	rm -rf $(PLANTED)/checkpoints
+	$(GO) run ./cmd/monolith train --config pipelines/train/configs/planted_fm.yaml --data $(PLANTED) --checkpoint-dir $(PLANTED)/checkpoints
 
 ## lint: gofmt, go vet and staticcheck must all be clean.
 lint:

@@ -31,8 +31,8 @@ func commands() map[string]command {
 		"layout":   {"run fused_embedding_to_layout (v1-v5) and its gradient on synthetic embeddings", runLayout},
 		"validate": {"check a FeatureConfigs against a data set (static and data checks, JSON/text/HTML reports)", runValidate},
 		"gen":      {"write synthetic ExampleBatch / Example / Instance files (Zipf fids, shared features, seeded)", runGen},
-		"train":    notYet("the batch training pipeline (issue 6)"),
-		"export":   notYet("export of trained tables (issue 6)"),
+		"train":    {"train LR/FM/DeepFM over fused layouts against a sharded PS (Beam), evaluate, print a JSON summary", runTrain},
+		"export":   {"export the tables of a PS checkpoint to EntryDump TFRecord, Avro or Parquet, and verify the round trip", runExport},
 		"bench":    notYet("the benchmark suite (issue 7)"),
 
 		"ps":        {"run one parameter-server shard (gRPC) until SIGTERM, checkpointing on shutdown", runPS},

@@ -3,9 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/io/synth"
+	"github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
@@ -53,11 +57,20 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fcOut := fs.String("feature-configs-out", "", "also write a matching FeatureConfigs (protobuf text) to this file")
 	dim := fs.Int("layout-dim", 8, "FeatureConfigs: embedding width after the bias column (slice_dims [1, dim])")
 	tableSize := fs.Int("table-size", 8, "FeatureConfigs: individual features per table")
+	var pf plantedFlags
+	fs.StringVar(&pf.kind, "planted", "", "draw the labels from a planted model, lr or fm, and write DIR/train, DIR/eval,\n"+
+		"DIR/feature_configs.pbtxt and DIR/planted.json (see below)")
+	fs.Int64Var(&pf.evalRows, "eval-rows", 50000, "--planted: rows of the evaluation set")
+	fs.IntVar(&pf.evalFiles, "eval-files", 1, "--planted: files of the evaluation set")
+	fs.Float64Var(&pf.bias, "planted-bias", synth.PlantedBias, "--planted: global bias of the planted model")
+	fs.Float64Var(&pf.weightScale, "planted-weight-scale", 0, "--planted: standard deviation of the fid weights (0: the default for the features)")
+	fs.Float64Var(&pf.vectorScale, "planted-vector-scale", 0, "--planted: standard deviation of the FM vector components (0: the default for the features and dim)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: monolith gen --out DIR [flags]\n\n"+
+		fmt.Fprint(fs.Output(), "usage: monolith gen --out DIR [flags]\n\n"+
 			"Writes synthetic Monolith training data: sparse features with Zipf-distributed fids,\n"+
 			"shared features, an optional dense feature, labels and LineIds, deterministic for a seed.\n"+
-			"--feature-configs-out writes a FeatureConfigs for monolith shard, layout and validate.")
+			"--feature-configs-out writes a FeatureConfigs for monolith shard, layout and validate.\n\n"+
+			plantedUsage)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -68,6 +81,11 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *out == "" {
 		return fmt.Errorf("%w: gen needs --out DIR", errUsage)
+	}
+	pf.explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { pf.explicit[f.Name] = true })
+	if err := pf.setDefaults(fs); err != nil {
+		return err
 	}
 	c := d
 	var err error
@@ -96,6 +114,9 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if pf.kind != "" {
+		return runPlanted(ctx, c, *dim, &pf, *out, stdout)
+	}
 	var fcText []byte
 	if *fcOut != "" {
 		fc, err := synth.FeatureConfigs(c, synth.LayoutOptions{Dim: *dim, TableSize: *tableSize})
@@ -115,6 +136,194 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	fmt.Fprintf(stdout, "gen: %d files, %d records, %d rows, %d bytes in %s\n", len(res.Files), res.Records, res.Rows, res.Bytes, *out)
+	return nil
+}
+
+// plantedUsage documents --planted.
+const plantedUsage = `With --planted lr|fm, the labels come from a known logistic-regression or factorization-machine
+model (io/synth.Planted) whose parameters derive from --seed, so a trained model can be judged
+against the Bayes-optimal AUC. DIR gets:
+  train/                   --rows rows in --files files (row stream: data seed = splitmix64 output 1 of --seed)
+  eval/                    --eval-rows rows in --eval-files files, same planted model, independent rows
+                           (data seed = splitmix64 output 2 of --seed)
+  feature_configs.pbtxt    one table "emb", slice_dims [1, layout-dim], layouts "bias" (ADDN) and "vec" (CONCAT)
+  planted.json             the model and data shape, and the eval set's positive rate, bayes_auc and
+                           bayes_logloss (of the true p) and lr_only_auc (of the model's linear part)
+Flags not given explicitly then default to: --type examplebatch --framing tfrecord --features 8
+--shared 0 --dense 0 --tasks 1 --fids-min 1 --fids-max 1 --vocab 300 --zipf 1.05 --layout-dim 4
+--rows 500000 --files 4 --batch-rows 256 (--eval-rows 50000 --eval-files 1).
+`
+
+// plantedFlags are the flags of `gen --planted`.
+type plantedFlags struct {
+	kind                           string
+	evalRows                       int64
+	evalFiles                      int
+	bias, weightScale, vectorScale float64
+	explicit                       map[string]bool // flags given on the command line
+}
+
+// plantedDefaults are the defaults of the data flags under --planted.
+var plantedDefaults = [][2]string{
+	{"type", "examplebatch"}, {"framing", "tfrecord"}, {"features", "8"}, {"shared", "0"}, {"dense", "0"},
+	{"tasks", "1"}, {"fids-min", "1"}, {"fids-max", "1"}, {"vocab", "300"}, {"zipf", "1.05"},
+	{"layout-dim", "4"}, {"rows", "500000"}, {"files", "4"}, {"batch-rows", "256"},
+}
+
+// maxEvalRows bounds --eval-rows: gen keeps 12 bytes per eval row in memory.
+const maxEvalRows = 1 << 28
+
+// setDefaults checks the planted flags and, with --planted, gives the data flags that were
+// not set explicitly their planted defaults.
+func (pf *plantedFlags) setDefaults(fs *flag.FlagSet) error {
+	if pf.kind == "" {
+		for _, name := range []string{"eval-rows", "eval-files", "planted-bias", "planted-weight-scale", "planted-vector-scale"} {
+			if pf.explicit[name] {
+				return fmt.Errorf("%w: --%s needs --planted", errUsage, name)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"feature-configs-out", "table-size", "positive-rate"} {
+		if pf.explicit[name] {
+			return fmt.Errorf("%w: --%s does not apply to --planted data (it writes DIR/feature_configs.pbtxt and draws labels from the model)", errUsage, name)
+		}
+	}
+	for _, d := range plantedDefaults {
+		if !pf.explicit[d[0]] {
+			if err := fs.Set(d[0], d[1]); err != nil {
+				return fmt.Errorf("planted default --%s: %w", d[0], err)
+			}
+		}
+	}
+	return nil
+}
+
+// plantedInfo is DIR/planted.json.
+type plantedInfo struct {
+	Model            string  `json:"model"`
+	Seed             uint64  `json:"seed"`
+	Dim              int     `json:"dim"`
+	Bias             float64 `json:"bias"`
+	WeightScale      float64 `json:"weight_scale"`
+	VectorScale      float64 `json:"vector_scale"`
+	Features         int     `json:"features"`
+	FidsMin          int     `json:"fids_min"`
+	FidsMax          int     `json:"fids_max"`
+	FidVersion       int     `json:"fid_version"`
+	Vocab            uint64  `json:"vocab"`
+	Zipf             float64 `json:"zipf"`
+	TrainRows        int64   `json:"train_rows"`
+	TrainFiles       int     `json:"train_files"`
+	TrainSeed        uint64  `json:"train_seed"`
+	EvalRows         int64   `json:"eval_rows"`
+	EvalFiles        int     `json:"eval_files"`
+	EvalSeed         uint64  `json:"eval_seed"`
+	PositiveRateEval float64 `json:"positive_rate_eval"`
+	MeanProbEval     float64 `json:"mean_p_eval"`
+	BayesAUC         float64 `json:"bayes_auc"`
+	BayesLogLoss     float64 `json:"bayes_logloss"`
+	LROnlyAUC        float64 `json:"lr_only_auc"`
+}
+
+// plantedSeed returns output k (1-based) of splitmix64 seeded with seed.
+func plantedSeed(seed, k uint64) uint64 {
+	x := seed + k*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// runPlanted writes a planted data set (see plantedUsage) from the data config c.
+func runPlanted(ctx context.Context, c synth.Config, dim int, pf *plantedFlags, out string, stdout io.Writer) error {
+	kind, err := synth.ParsePlantedKind(pf.kind)
+	if err != nil {
+		return fmt.Errorf("%w: --planted: %v", errUsage, err)
+	}
+	if c.Tasks < 1 {
+		return fmt.Errorf("%w: --planted needs --tasks >= 1", errUsage)
+	}
+	if pf.evalRows < 2 || pf.evalRows > maxEvalRows {
+		return fmt.Errorf("%w: --eval-rows %d must be in [2, %d]", errUsage, pf.evalRows, maxEvalRows)
+	}
+	train, eval := c, c
+	train.Seed = plantedSeed(c.Seed, 1)
+	eval.Seed, eval.Rows, eval.Files = plantedSeed(c.Seed, 2), pf.evalRows, pf.evalFiles
+	if err := eval.Validate(); err != nil {
+		return fmt.Errorf("%w: eval set: %v", errUsage, err)
+	}
+	fc, err := synth.PlantedFeatureConfigs(c, dim)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	m, err := synth.NewPlanted(kind, c, dim, c.Seed)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	m.Bias = pf.bias
+	if pf.explicit["planted-weight-scale"] {
+		m.WeightScale = pf.weightScale
+	}
+	if pf.explicit["planted-vector-scale"] {
+		m.VectorScale = pf.vectorScale
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	fcText := formatFeatureConfigs(fc, fmt.Sprintf("FeatureConfigs of `monolith gen --planted %s` data: %d features, dim %d (seed %d).",
+		kind, c.Features, dim, c.Seed))
+
+	trainM := *m
+	train.Labeler = &trainM
+	trainRes, err := synth.Generate(ctx, train, filepath.Join(out, "train"))
+	if err != nil {
+		return fmt.Errorf("train set: %w", err)
+	}
+	evalM := *m
+	evalM.Probs = make([]float32, eval.Rows)
+	evalM.LinearLogits = make([]float32, eval.Rows)
+	evalM.Labels = make([]float32, eval.Rows)
+	eval.Labeler = &evalM
+	evalRes, err := synth.Generate(ctx, eval, filepath.Join(out, "eval"))
+	if err != nil {
+		return fmt.Errorf("eval set: %w", err)
+	}
+
+	info := plantedInfo{Model: kind.String(), Seed: c.Seed, Dim: dim, Bias: m.Bias, WeightScale: m.WeightScale, VectorScale: m.VectorScale,
+		Features: c.Features, FidsMin: c.FidsMin, FidsMax: c.FidsMax, FidVersion: c.FidVersion, Vocab: c.Vocab, Zipf: c.Zipf,
+		TrainRows: train.Rows, TrainFiles: train.Files, TrainSeed: train.Seed, EvalRows: eval.Rows, EvalFiles: eval.Files, EvalSeed: eval.Seed}
+	if kind == synth.PlantedLR {
+		info.VectorScale = 0 // unused
+	}
+	var pos, sumP float64
+	for i, y := range evalM.Labels {
+		if y > 0 {
+			pos++
+		}
+		sumP += float64(evalM.Probs[i])
+	}
+	info.PositiveRateEval, info.MeanProbEval = pos/float64(eval.Rows), sumP/float64(eval.Rows)
+	if info.BayesAUC, err = metrics.AUC(evalM.Probs, evalM.Labels); err != nil {
+		return fmt.Errorf("eval set bayes_auc: %w", err)
+	}
+	if info.BayesLogLoss, err = metrics.LogLoss(evalM.Probs, evalM.Labels); err != nil {
+		return fmt.Errorf("eval set bayes_logloss: %w", err)
+	}
+	if info.LROnlyAUC, err = metrics.AUC(evalM.LinearLogits, evalM.Labels); err != nil {
+		return fmt.Errorf("eval set lr_only_auc: %w", err)
+	}
+	js, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("planted.json: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(out, "feature_configs.pbtxt"), fcText); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(out, "planted.json"), append(js, '\n')); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "gen: planted %s: train %d files, %d rows; eval %d files, %d rows; bayes_auc %.4f, lr_only_auc %.4f, positive_rate_eval %.4f; in %s\n",
+		kind, len(trainRes.Files), trainRes.Rows, len(evalRes.Files), evalRes.Rows, info.BayesAUC, info.LROnlyAUC, info.PositiveRateEval, out)
 	return nil
 }
 

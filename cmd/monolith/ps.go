@@ -32,6 +32,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	memLimit := fs.Int64("mem-limit", d.MemLimitBytes, "HealthCheck memory limit on the resident set, in bytes")
 	maxFids := fs.Int("max-fids", d.MaxFidsPerRequest, "maximum fids per request (summed over batch sub-requests)")
 	maxMsg := fs.Int("max-message-bytes", d.MaxMessageBytes, "maximum gRPC message size")
+	dedupWindow := fs.Int("dedup-window", d.DedupWindow, "recent request ids remembered to answer retried applies and global-step increments as duplicates (negative: off)")
 	seed := fs.Uint64("seed", 0, "seed of the random initializers")
 	verbose := fs.Bool("v", false, "verbose logging")
 	if err := parseFlags(fs, args); err != nil {
@@ -57,7 +58,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		Shard: *shard, NumShards: *numShards, Listen: *listen, MetricsListen: *metricsListen,
 		Tables: cfg, CheckpointDir: *ckptDir, SaveEvery: *saveEvery, KeepCheckpoints: *keep,
 		MaxFidsPerRequest: *maxFids, MaxMessageBytes: *maxMsg, MemLimitBytes: *memLimit,
-		Seed: *seed, Logger: log,
+		DedupWindow: *dedupWindow, Seed: *seed, Logger: log,
 	}
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)

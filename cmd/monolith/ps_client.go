@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/monolith-go/monolith/ps/client"
@@ -21,7 +20,8 @@ import (
 // psClientCommands are the subcommands of `monolith ps-client`.
 var psClientCommands = []struct{ name, summary string }{
 	{"lookup", "print the rows of fids: --table T [--dim D] --fids 1,2,3 [--create]"},
-	{"apply", "apply gradients: --table T [--dim D] --fids ... --grads ... [--lr ...] [--step S] [--update-time T]"},
+	{"apply", "apply gradients: --table T [--dim D] --fids ... --grads ... [--lr ...] [--step S] [--update-time T] [--request-id ID]"},
+	{"step", "add to (or read) the global step on shard 0: [--increment N] [--request-id ID]"},
 	{"stats", "print every shard's counters [--tables]"},
 	{"barrier", "wait on a barrier: --id X --worker W --workers N [--timeout 5s] [--shard K]"},
 	{"health", "check every shard's health [--component C]; exits 1 when one is unhealthy"},
@@ -59,11 +59,11 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	retries := fs.Int("retries", client.DefaultRetries, "retries of RPCs failing with Unavailable")
 	verbose := fs.Bool("v", false, "verbose logging")
 	var (
-		tableName, fidsS, gradsS, lrS, id, component string
-		dim, worker, workers, shard                  int
-		step, updateTime                             int64
-		create, tables                               bool
-		barrierTimeout                               time.Duration
+		tableName, fidsS, gradsS, lrS, id, component, requestID string
+		dim, worker, workers, shard                             int
+		step, updateTime, increment                             int64
+		create, tables                                          bool
+		barrierTimeout                                          time.Duration
 	)
 	switch sub {
 	case "lookup", "apply":
@@ -77,7 +77,11 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fs.StringVar(&lrS, "lr", "", "comma-separated learning rates, one per segment (default: configured rates)")
 			fs.Int64Var(&step, "step", 0, "global step")
 			fs.Int64Var(&updateTime, "update-time", 0, "update time in Unix seconds (0: the server's clock)")
+			fs.StringVar(&requestID, "request-id", "", "idempotency key: shards that already applied it answer duplicate (default: none)")
 		}
+	case "step":
+		fs.Int64Var(&increment, "increment", 0, "added to the global step (0: read it)")
+		fs.StringVar(&requestID, "request-id", "", "idempotency key: a repeat returns the first answer's step (default: none)")
 	case "stats":
 		fs.BoolVar(&tables, "tables", false, "include per-table statistics")
 	case "barrier":
@@ -109,7 +113,15 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var out any
 	switch sub {
 	case "lookup", "apply":
-		out, err = psLookupOrApply(ctx, cl, sub, tableName, dim, fidsS, gradsS, lrS, create, step, updateTime)
+		out, err = psLookupOrApply(ctx, cl, sub, tableName, dim, fidsS, gradsS, lrS, create, step, updateTime, requestID)
+	case "step":
+		if increment < 0 {
+			return fmt.Errorf("%w: step: --increment %d is negative", errUsage, increment)
+		}
+		var st int64
+		if st, err = cl.GlobalStep(ctx, increment, requestID); err == nil {
+			out = map[string]any{"step": st}
+		}
 	case "stats":
 		out, err = psStats(ctx, cl, tables)
 	case "barrier":
@@ -159,43 +171,11 @@ func psAddrs(ctx context.Context, ps, zk, zkPath string, n int, wait time.Durati
 	if err != nil {
 		return nil, fmt.Errorf("%w: --zk: %v", errUsage, err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	var (
-		mu   sync.Mutex
-		last []string
-	)
-	got := make(chan []string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- discovery.Watch(wctx, servers, zkPath, n, log, func(addrs []string) { // owns addrs
-			mu.Lock()
-			last = addrs
-			mu.Unlock()
-			if !slices.Contains(addrs, "") {
-				select {
-				case got <- addrs:
-				default:
-				}
-			}
-		})
-	}()
-	select {
-	case addrs := <-got:
-		cancel()
-		<-done
-		return addrs, nil
-	case err := <-done:
-		mu.Lock()
-		defer mu.Unlock()
-		if wctx.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("ps-client: not every shard registered under %s%s within %v (have %q)", zk, zkPath, wait, last)
-		}
-		if err == nil {
-			err = errors.New("watch ended")
-		}
-		return nil, fmt.Errorf("ps-client: discover shards in %s%s: %w", zk, zkPath, err)
+	addrs, err := discovery.WaitAll(ctx, servers, zkPath, n, wait, log)
+	if err != nil {
+		return nil, fmt.Errorf("ps-client: %s: %w", zk, err)
 	}
+	return addrs, nil
 }
 
 // parseList parses the comma-separated values of a flag, skipping empty elements.
@@ -229,7 +209,7 @@ type psLookupRow struct {
 	Embedding []float32 `json:"embedding"`
 }
 
-func psLookupOrApply(ctx context.Context, cl *client.Client, sub, tableName string, dim int, fidsS, gradsS, lrS string, create bool, step, updateTime int64) (any, error) {
+func psLookupOrApply(ctx context.Context, cl *client.Client, sub, tableName string, dim int, fidsS, gradsS, lrS string, create bool, step, updateTime int64, requestID string) (any, error) {
 	if tableName == "" {
 		return nil, fmt.Errorf("%w: %s needs --table", errUsage, sub)
 	}
@@ -277,11 +257,13 @@ func psLookupOrApply(ctx context.Context, cl *client.Client, sub, tableName stri
 	if err != nil {
 		return nil, err
 	}
-	res, err := cl.ApplyGradients(ctx, tableName, dim, fids, grads, lrs, step, updateTime)
+	res, err := cl.Apply(ctx, client.ApplyRequest{
+		Table: tableName, Dim: dim, Fids: fids, Grads: grads, LRs: lrs, Step: step, UpdateTime: updateTime, RequestID: requestID,
+	})
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"table": tableName, "num_updated": res.NumUpdated, "num_not_found": res.NumNotFound, "num_created": res.NumCreated}, nil
+	return map[string]any{"table": tableName, "num_updated": res.NumUpdated, "num_not_found": res.NumNotFound, "num_created": res.NumCreated, "duplicates": res.Duplicates}, nil
 }
 
 // psShardStats is one shard of `ps-client stats`.
@@ -292,6 +274,7 @@ type psShardStats struct {
 	ApplyCount         int64          `json:"apply_gradients_count"`
 	AvgLookupLatencyUs float64        `json:"avg_lookup_latency_us"`
 	AvgApplyLatencyUs  float64        `json:"avg_apply_latency_us"`
+	DuplicateRequests  int64          `json:"duplicate_requests"`
 	Tables             []psTableStats `json:"tables,omitempty"`
 	Error              string         `json:"error,omitempty"`
 }
@@ -318,6 +301,7 @@ func psStats(ctx context.Context, cl *client.Client, tables bool) (any, error) {
 			Shard: int(st.GetShard()), NumShards: int(st.GetNumShards()),
 			LookupCount: st.GetLookupCount(), ApplyCount: st.GetApplyGradientsCount(),
 			AvgLookupLatencyUs: st.GetAvgLookupLatencyUs(), AvgApplyLatencyUs: st.GetAvgApplyLatencyUs(),
+			DuplicateRequests: st.GetDuplicateRequests(),
 		}
 		for _, t := range st.GetTables() {
 			out[k].Tables = append(out[k].Tables, psTableStats{

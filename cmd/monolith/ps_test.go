@@ -124,7 +124,7 @@ type applyOut struct {
 func TestPSCommands(t *testing.T) {
 	dir := t.TempDir()
 	shardArgs := func(k string) []string {
-		return []string{"--shard", k, "--num-shards", "2", "--listen", "127.0.0.1:0", "--tables", psTables, "--checkpoint-dir", dir}
+		return []string{"--shard", k, "--num-shards", "2", "--listen", "127.0.0.1:0", "--tables", psTables, "--checkpoint-dir", dir, "--dedup-window", "1024"}
 	}
 	s0, s1 := startPS(t, shardArgs("0")...), startPS(t, shardArgs("1")...)
 	if !strings.Contains(s1.stderr.String(), "ps shard 1/2 listening on "+s1.addr) {
@@ -183,6 +183,45 @@ func TestPSCommands(t *testing.T) {
 	}
 	if items := stats.Shards[0].Tables[1].Size + stats.Shards[1].Tables[1].Size; items != 3 || stats.Shards[0].Tables[1].Name != "item" {
 		t.Fatalf("item entries %d, want 3: %+v", items, stats)
+	}
+
+	// A request id: the repeat is a duplicate on both shards (fid 6 on 0, fid 5 on 1).
+	for i, want := range []struct{ updated, duplicates int64 }{{2, 0}, {0, 2}} {
+		var dap struct {
+			NumUpdated int64 `json:"num_updated"`
+			Duplicates int64 `json:"duplicates"`
+		}
+		psClient(t, &dap, "apply", "--ps", ps, "--table", "item", "--dim", "4", "--fids", "5,6", "--grads", "1,1,1,1,1,1,1,1", "--request-id", "cli-1")
+		if dap.NumUpdated != want.updated || dap.Duplicates != want.duplicates {
+			t.Fatalf("apply %d with a request id: %+v, want %+v", i, dap, want)
+		}
+	}
+	// The global step of shard 0: raised to 5 by the first apply's --step, then incremented.
+	for i, c := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, 5},
+		{[]string{"--increment", "3", "--request-id", "s1"}, 8},
+		{[]string{"--increment", "3", "--request-id", "s1"}, 8},
+		{[]string{"--increment", "1"}, 9},
+	} {
+		var st struct {
+			Step int64 `json:"step"`
+		}
+		psClient(t, &st, append([]string{"step", "--ps", ps}, c.args...)...)
+		if st.Step != c.want {
+			t.Fatalf("step %d %v: %d, want %d", i, c.args, st.Step, c.want)
+		}
+	}
+	var dups struct {
+		Shards []struct {
+			DuplicateRequests int64 `json:"duplicate_requests"`
+		} `json:"shards"`
+	}
+	psClient(t, &dups, "stats", "--ps", ps)
+	if len(dups.Shards) != 2 || dups.Shards[0].DuplicateRequests != 2 || dups.Shards[1].DuplicateRequests != 1 {
+		t.Fatalf("duplicate requests per shard: %+v, want 2 and 1", dups)
 	}
 
 	var health struct {
@@ -247,6 +286,9 @@ func TestPSUsageErrors(t *testing.T) {
 		{"ps-client", "lookup", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2", "--fids", "1,x"},
 		{"ps-client", "apply", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2", "--fids", "1", "--grads", "1"},
 		{"ps-client", "barrier", "--ps", "127.0.0.1:1"},
+		{"ps-client", "step", "--ps", "127.0.0.1:1", "--increment", "-1"},
+		{"ps-client", "step", "--ps", "127.0.0.1:1", "--table", "t"}, // apply's flags only
+		{"ps", "--tables", psTables, "--dedup-window", "many"},
 		{"ps-client", "stats", "--zk", "127.0.0.1:2"},
 		{"ps-client", "stats", "--ps", "127.0.0.1"},                // no port (gRPC would dial :443)
 		{"ps-client", "stats", "--ps", "127.0.0.1:1,,127.0.0.1:2"}, // empty shard address

@@ -26,8 +26,6 @@ const (
 	DefaultBlockSize = 1 << 20
 	// MaxBlockSize is the largest block the Reader accepts, compressed or uncompressed.
 	MaxBlockSize = 1 << 30
-	// maxHeaderValue bounds one key or value of the header metadata.
-	maxHeaderValue = 16 << 20
 	// minRowSize is the encoded size of the smallest Row: nine one-byte fields.
 	minRowSize = 9
 )

@@ -35,6 +35,13 @@
 // exponent >= 0, O(1) per draw and O(log Vocab) in memory. Fid signatures are a bijection
 // of the rank within a slot and do not depend on the seed.
 //
+// # Planted labels
+//
+// Planted is a Labeler that draws the labels from a known logistic-regression or
+// factorization-machine model over the row's fids (parameters hashed from a seed, nothing
+// stored), and PlantedFeatureConfigs is the FeatureConfigs of that model family, so that a
+// trained model can be judged against the Bayes-optimal AUC (monolith gen --planted).
+//
 // # Determinism
 //
 // Randomness comes from math/rand/v2 PCG streams, three per file (features, labels, LineId

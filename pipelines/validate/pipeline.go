@@ -2,7 +2,6 @@ package validate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/transforms/collect"
 	_ "github.com/monolith-go/monolith/transforms/element" // the arrow.RecordBatch coder
 )
 
@@ -26,7 +26,6 @@ func init() {
 	register.Emitter2[beam.EventTime, []byte]()
 	register.Emitter1[[]byte]()
 	register.Function2x2(mergeStates)
-	register.DoFn2x1[context.Context, []byte, error](&writeStateFn{})
 }
 
 // stateFile is where the pipeline leaves the merged accumulator for the driver; Run
@@ -72,7 +71,7 @@ func Pipeline(j Job) (*beam.Pipeline, error) {
 	recs := beamio.Read(s, j.Inputs.Pattern, beamio.WithConfig(j.Read))
 	states := beam.ParDo(s, &accumulateFn{Empty: empty, Progress: j.Progress != nil}, recs)
 	merged := beam.Combine(s, mergeStates, states)
-	beam.ParDo0(s, &writeStateFn{Path: filepath.Join(j.OutDir, stateFile)}, merged)
+	collect.WriteFile(s, merged, filepath.Join(j.OutDir, stateFile))
 	return p, nil
 }
 
@@ -90,7 +89,9 @@ func Run(ctx context.Context, j Job, ro runners.Options) (*Report, error) {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	state := filepath.Join(j.OutDir, stateFile)
-	_ = os.Remove(state)
+	if err := collect.Prepare(state); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
 	p, err := Pipeline(j)
 	if err != nil {
 		return nil, err
@@ -101,16 +102,16 @@ func Run(ctx context.Context, j Job, ro runners.Options) (*Report, error) {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	acc := &Accumulator{}
-	switch b, err := os.ReadFile(state); {
-	case errors.Is(err, os.ErrNotExist):
+	b, ok, err := collect.ReadFile(state)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("validate: %w", err)
+	case !ok:
 		// No bundle saw a batch: the input holds no rows.
 		if acc, err = NewAccumulator(j.FeatureConfigs, j.Options); err != nil {
 			return nil, err
 		}
-	case err != nil:
-		return nil, fmt.Errorf("validate: %w", err)
 	default:
-		_ = os.Remove(state)
 		if err := acc.UnmarshalBinary(b); err != nil {
 			return nil, fmt.Errorf("validate: %s: %w", state, err)
 		}
@@ -252,20 +253,4 @@ func mergeStates(a, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return x.MarshalBinary()
-}
-
-// writeStateFn writes the merged state for the driver.
-type writeStateFn struct {
-	Path string
-}
-
-func (f *writeStateFn) ProcessElement(_ context.Context, b []byte) error {
-	out, err := atomicfile.Create(f.Path)
-	if err != nil {
-		return err
-	}
-	if _, err := out.Write(b); err != nil {
-		return errors.Join(err, out.Abort())
-	}
-	return out.Commit()
 }

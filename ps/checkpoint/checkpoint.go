@@ -25,7 +25,9 @@
 // Restore checks the manifest, then each file's size, CRC-32C and entry count while it
 // loads it into fresh tables. Any mismatch, missing file, truncated or corrupt record is an
 // error naming the file and record; the caller discards the half-filled tables and the
-// checkpoint on disk is left untouched, so an earlier checkpoint stays usable.
+// checkpoint on disk is left untouched, so an earlier checkpoint stays usable. ReadTable
+// streams one table's entries with the same checks, for tools that read a checkpoint
+// without loading it into tables (io/tableexport).
 package checkpoint
 
 import (
@@ -396,6 +398,55 @@ func Restore(ctx context.Context, path string, tables []*table.Table) (*pspb.Che
 }
 
 func restoreTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, t *table.Table) error {
+	if err := readTable(ctx, dir, ct, t.Restore); err != nil {
+		return fmt.Errorf("%w: table %q: %w", ErrCorrupt, ct.GetName(), err)
+	}
+	f := t.Filter()
+	switch {
+	case ct.GetFilterFile() == "" && f != nil:
+		return fmt.Errorf("%w: table %q has a filter but the checkpoint holds no filter state", ErrCorrupt, ct.GetName())
+	case ct.GetFilterFile() != "" && f == nil:
+		return fmt.Errorf("%w: table %q: the checkpoint holds filter state but the configuration has no filter", ErrCorrupt, ct.GetName())
+	case f != nil:
+		if err := readFile(dir, ct.GetFilterFile(), ct.GetFilterBytes(), ct.GetFilterCrc32C(), f.Restore); err != nil {
+			return fmt.Errorf("%w: table %q filter: %w", ErrCorrupt, ct.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ReadTable streams the entries of one table of the checkpoint at dir (ct is one of the
+// tables of its manifest, see ReadManifest) to fn, in file order, checking what Restore
+// checks: every record parses as an EntryDump, the file has the size, CRC-32C and number
+// of entries the manifest recorded. fn must not retain the dump, which is reused. Entries
+// reach fn before the checksum of the whole file is known, so a caller that keeps them
+// must discard them when ReadTable fails. A problem of the file is an error wrapping
+// ErrCorrupt that names the file and, where it has one, the record and its offset; an
+// error returned by fn or by ctx ends the read and is returned wrapped with the same
+// position, without ErrCorrupt.
+func ReadTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn func(*hashtablepb.EntryDump) error) error {
+	if f := ct.GetFile(); f == "" || filepath.Base(f) != f || strings.HasPrefix(f, ".") {
+		return fmt.Errorf("%w: %s: table %q names file %q outside the checkpoint", ErrCorrupt, dir, ct.GetName(), f)
+	}
+	var byFn bool
+	err := readTable(ctx, dir, ct, func(d *hashtablepb.EntryDump) error {
+		err := fn(d)
+		byFn = err != nil
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case byFn || ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("ps/checkpoint: table %q: %w", ct.GetName(), err)
+	default:
+		return fmt.Errorf("%w: table %q: %w", ErrCorrupt, ct.GetName(), err)
+	}
+}
+
+// readTable feeds the entries of ct's file to fn and checks the file's size, CRC-32C and
+// entry count against ct. Errors name the file and, inside it, the record.
+func readTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn func(*hashtablepb.EntryDump) error) error {
 	var n uint64
 	d := &hashtablepb.EntryDump{}
 	err := readFile(dir, ct.GetFile(), ct.GetBytes(), ct.GetCrc32C(), func(r *tfrecord.Reader) error {
@@ -415,28 +466,17 @@ func restoreTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, t *
 			if err := proto.Unmarshal(rec, d); err != nil {
 				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
 			}
-			if err := t.Restore(d); err != nil {
+			if err := fn(d); err != nil {
 				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
 			}
 			n++
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("%w: table %q: %w", ErrCorrupt, ct.GetName(), err)
+		return err
 	}
 	if n != ct.GetEntries() {
-		return fmt.Errorf("%w: table %q: %s holds %d entries, the manifest says %d", ErrCorrupt, ct.GetName(), filepath.Join(dir, ct.GetFile()), n, ct.GetEntries())
-	}
-	f := t.Filter()
-	switch {
-	case ct.GetFilterFile() == "" && f != nil:
-		return fmt.Errorf("%w: table %q has a filter but the checkpoint holds no filter state", ErrCorrupt, ct.GetName())
-	case ct.GetFilterFile() != "" && f == nil:
-		return fmt.Errorf("%w: table %q: the checkpoint holds filter state but the configuration has no filter", ErrCorrupt, ct.GetName())
-	case f != nil:
-		if err := readFile(dir, ct.GetFilterFile(), ct.GetFilterBytes(), ct.GetFilterCrc32C(), f.Restore); err != nil {
-			return fmt.Errorf("%w: table %q filter: %w", ErrCorrupt, ct.GetName(), err)
-		}
+		return fmt.Errorf("%s holds %d entries, the manifest says %d", filepath.Join(dir, ct.GetFile()), n, ct.GetEntries())
 	}
 	return nil
 }

@@ -494,13 +494,46 @@ type ApplyResult struct {
 	NumUpdated  int64 // stepped, created ones included
 	NumNotFound int64 // absent and not created
 	NumCreated  int64
+	// Duplicates is how many shards answered duplicate: they had already applied the
+	// request id (a retry whose first answer was lost) and did nothing this time, so their
+	// fids are not in the counts above.
+	Duplicates int
 }
 
-// ApplyGradients sends each shard its fids with their gradients (grads holds len(fids) ×
-// dim floats) and the learning rates (one per segment, or none for the configured ones).
-// Shards apply independently: when some fail, the others' updates stand and the error
-// joins the failures. updateTime 0 means the servers' clock.
+// ApplyRequest is one ApplyGradients call of Apply.
+type ApplyRequest struct {
+	// Table and Dim name the table and its full entry dimension.
+	Table string
+	Dim   int
+	// Fids and Grads: Grads holds len(Fids) × Dim floats, row i for Fids[i]; duplicate
+	// fids are summed by the servers (P2).
+	Fids  []int64
+	Grads []float32
+	// LRs holds one learning rate per segment, or none for the configured ones.
+	LRs []float32
+	// Step is the global step; UpdateTime the data time in Unix seconds (0: the servers'
+	// clock).
+	Step, UpdateTime int64
+	// RequestID, when set, makes the call idempotent: it is sent to every shard the fids
+	// live on, and a shard that already applied it (a retry of this call, by this client or
+	// the caller) answers duplicate instead of applying it again. Use a new id per logical
+	// update, the same one for its retries. Empty: no deduplication.
+	RequestID string
+}
+
+// ApplyGradients is Apply without a request id: grads holds len(fids) × dim floats, lrs
+// one learning rate per segment or none, updateTime 0 means the servers' clock.
 func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids []int64, grads, lrs []float32, step, updateTime int64) (*ApplyResult, error) {
+	return c.Apply(ctx, ApplyRequest{Table: table, Dim: dim, Fids: fids, Grads: grads, LRs: lrs, Step: step, UpdateTime: updateTime})
+}
+
+// Apply sends each shard its fids with their gradients and the learning rates. Shards
+// apply independently: when some fail, the others' updates stand and the error joins the
+// failures; retrying the whole call with the same req.RequestID then applies it only on
+// the shards that did not. A call retried after codes.Unavailable carries the same
+// request id, so with one the retry cannot apply twice.
+func (c *Client) Apply(ctx context.Context, req ApplyRequest) (*ApplyResult, error) {
+	table, dim, fids, grads := req.Table, req.Dim, req.Fids, req.Grads
 	if dim <= 0 || dim > math.MaxInt32 {
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: dim %d, want > 0", table, dim)}
 	}
@@ -533,7 +566,7 @@ func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids
 		resp, err := call(ctx, c, set, "ApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.ApplyGradientsResponse, error) {
 			return s.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{
 				Table: table, DimSize: int32(dim), Fids: r.per[k], Gradients: perGrads[k],
-				LearningRates: lrs, GlobalStep: step, UpdateTime: updateTime,
+				LearningRates: req.LRs, GlobalStep: req.Step, UpdateTime: req.UpdateTime, RequestId: req.RequestID,
 			})
 		})
 		if err != nil {
@@ -552,8 +585,29 @@ func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids
 		res.NumUpdated += resp.GetNumUpdated()
 		res.NumNotFound += resp.GetNumNotFound()
 		res.NumCreated += resp.GetNumCreated()
+		if resp.GetDuplicate() {
+			res.Duplicates++
+		}
 	}
 	return res, nil
+}
+
+// GlobalStep adds increment (>= 0) to the global step kept by shard 0 (Monolith's
+// global_step variable on PS 0) and returns the new value; increment 0 reads it. With a
+// requestID the call is idempotent: a repeat of an applied id returns the step that the
+// first attempt returned and adds nothing. A negative increment is an
+// *InvalidConfigError.
+func (c *Client) GlobalStep(ctx context.Context, increment int64, requestID string) (int64, error) {
+	if increment < 0 {
+		return 0, &InvalidConfigError{Msg: fmt.Sprintf("global step increment %d is negative", increment)}
+	}
+	resp, err := onShard(ctx, c, "GlobalStep", 0, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GlobalStepResponse, error) {
+		return s.GlobalStep(ctx, &pspb.GlobalStepRequest{Increment: increment, RequestId: requestID})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return resp.GetStep(), nil
 }
 
 // Barrier waits on barrier id of the coordinator, shard 0, until all numWorkers workers

@@ -21,6 +21,7 @@
 //   - ApplyGradients validates the table, dim_size, the gradient count and the number of
 //     learning rates (0 or one per segment) before touching anything; duplicates are summed
 //     and each unique fid is stepped once (P2). Failed applies count in the statistics.
+//     A request_id already applied answers duplicate (see Request ids).
 //   - Batch RPCs validate and run each sub-request independently (concurrently); a failing
 //     one answers status_code 1 in its own slot. Each sub-request counts as one lookup or
 //     apply in the statistics.
@@ -29,6 +30,37 @@
 //   - Messages are encoded by package ps/server/codec: the proto wire format, with a buffer
 //     pool that does not clear buffers (gRPC's default one clears 1 MiB per large message).
 //   - Response status codes: 0 OK, 1 failure with error_message, 2 barrier timeout.
+//
+// # Request ids
+//
+// ApplyGradients (and each BatchApplyGradients sub-request) and GlobalStep may carry a
+// request_id, an idempotency key chosen by the client, so that a retry whose first attempt
+// was applied (its answer lost) is not applied twice. The shard keeps a window of the
+// Options.DedupWindow most recent ids (default 65536, one window for both RPCs; negative
+// disables it) as a map plus a FIFO ring: the oldest id is forgotten first.
+//
+//   - The id is checked and reserved atomically after validation and before the table is
+//     touched. A success keeps it; a failure (status_code 1, an error, a panic) releases
+//     it, so a retry applies. A request rejected by validation never uses its id.
+//   - An id in the window answers duplicate (ApplyGradients: duplicate=true, counts 0;
+//     GlobalStep: the step the first attempt returned) without doing anything.
+//   - A request whose id is in flight waits for that attempt: its success makes the
+//     request a duplicate, its failure lets the request apply.
+//   - Duplicates count in GetStats.duplicate_requests and
+//     monolith_ps_duplicate_requests_total, and as ApplyGradients requests.
+//
+// Limits: the window lives in memory (a restart forgets it), an id older than the window
+// applies again, and the id alone identifies a request (its contents are not compared). An
+// apply that fails half-way through the table (a failing allocation) has stepped some fids
+// before its id is released, so its retry steps those twice, as without an id.
+//
+// # Global step
+//
+// GlobalStep is Monolith's global_step variable, which lives on PS 0 (clients ask shard
+// 0; every shard has its own counter). It adds a non-negative increment atomically and
+// returns the new value; increment 0 reads it. The counter is the step a checkpoint
+// records: ApplyGradients raises it to the largest global_step it sees, saves write it and
+// New restores it, so increments survive a restart up to the last checkpoint.
 //
 // # Barriers
 //

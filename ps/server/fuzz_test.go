@@ -102,6 +102,12 @@ func checkApply(t *testing.T, s *Server, req *pspb.ApplyGradientsRequest, resp *
 	if resp.StatusCode != 0 {
 		t.Fatalf("valid apply failed: %s", resp.ErrorMessage)
 	}
+	if resp.Duplicate {
+		if req.GetRequestId() == "" || resp.NumUpdated != 0 || resp.NumNotFound != 0 || resp.NumCreated != 0 {
+			t.Fatalf("duplicate answer %v for request id %q", resp, req.GetRequestId())
+		}
+		return
+	}
 	unique := map[int64]bool{}
 	for _, f := range req.GetFids() {
 		unique[f] = true
@@ -141,6 +147,7 @@ func FuzzApplyGradients(f *testing.F) {
 		&pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: []float32{1, 2, 3}, LearningRates: []float32{0.1}},
 		&pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: []float32{1}},
 		&pspb.ApplyGradientsRequest{Table: "emb", DimSize: 0},
+		&pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{5}, Gradients: []float32{1, 2, 3, 4}, RequestId: "r1"},
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := &pspb.ApplyGradientsRequest{}
@@ -163,6 +170,8 @@ func FuzzBatchApply(f *testing.F) {
 			{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: make([]float32, 3)},
 			{Table: "emb", DimSize: 4, Fids: []int64{1}},
 			{},
+			{Table: "emb", DimSize: 4, Fids: []int64{3}, Gradients: make([]float32, 4), RequestId: "r"},
+			{Table: "emb", DimSize: 4, Fids: []int64{3}, Gradients: make([]float32, 4), RequestId: "r"},
 		}},
 		&pspb.BatchApplyGradientsRequest{},
 	)

@@ -21,6 +21,8 @@ type metrics struct {
 	rejected                                       atomic.Int64 // requests over MaxFidsPerRequest
 	saves, saveErrors                              atomic.Int64
 	evicted                                        atomic.Int64
+	duplicates                                     atomic.Int64 // requests skipped for an applied request id
+	globalSteps                                    atomic.Int64 // GlobalStep requests, duplicates included
 }
 
 // observeLookup records one lookup (a batch sub-request counts as one).
@@ -102,6 +104,10 @@ func (s *Server) writeMetrics(w io.Writer) error {
 	p.counter("monolith_ps_checkpoint_saves_total", "Checkpoints written.", m.saves.Load())
 	p.counter("monolith_ps_checkpoint_save_errors_total", "Checkpoint saves that failed.", m.saveErrors.Load())
 	p.counter("monolith_ps_evicted_entries_total", "Entries removed by expiry.", m.evicted.Load())
+	p.counter("monolith_ps_duplicate_requests_total", "ApplyGradients (batch sub-requests included) and GlobalStep requests skipped because their request id was already applied.", m.duplicates.Load())
+	p.counter("monolith_ps_global_step_requests_total", "GlobalStep requests, duplicates included.", m.globalSteps.Load())
+	p.header("monolith_ps_global_step", "gauge", "The shard's global step: GlobalStep increments and the largest ApplyGradients global_step.")
+	p.sample("monolith_ps_global_step", "", float64(s.step.Load()))
 
 	stats := make([]table.Stats, len(s.tables))
 	for i, t := range s.tables {

@@ -19,6 +19,7 @@ const (
 	DefaultMaxFidsPerRequest = 1 << 20
 	DefaultMaxMessageBytes   = 64 << 20
 	DefaultMemLimitBytes     = int64(1) << 62 // Monolith's monolith_default_machine_info_mem_limit
+	DefaultDedupWindow       = 1 << 16
 )
 
 // Options configure one PS shard. Zero numeric and string fields take the defaults of
@@ -49,6 +50,12 @@ type Options struct {
 	MaxMessageBytes int
 	// MemLimitBytes is the HealthCheck memory limit on the resident set (default 2^62).
 	MemLimitBytes int64
+	// DedupWindow is how many recent request ids (ApplyGradients, its batch sub-requests and
+	// GlobalStep share one window) the shard remembers to answer retries as duplicates
+	// instead of applying them again (default 65536; a negative value disables request-id
+	// deduplication). The window is in memory only: a restart forgets it. Each remembered
+	// id costs about 100 bytes plus its length.
+	DedupWindow int
 	// Seed seeds the tables' random initializers; each table of each shard derives its own.
 	Seed uint64
 	// Logger receives lifecycle and error logs (default slog.Default()).
@@ -64,6 +71,7 @@ func DefaultOptions() Options {
 		MaxFidsPerRequest: DefaultMaxFidsPerRequest,
 		MaxMessageBytes:   DefaultMaxMessageBytes,
 		MemLimitBytes:     DefaultMemLimitBytes,
+		DedupWindow:       DefaultDedupWindow,
 	}
 }
 
@@ -84,6 +92,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MemLimitBytes == 0 {
 		o.MemLimitBytes = d.MemLimitBytes
+	}
+	if o.DedupWindow == 0 {
+		o.DedupWindow = d.DedupWindow
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"runtime"
@@ -43,7 +44,10 @@ type Server struct {
 	evict   []time.Duration // per table; 0 when eviction is off
 	ckptDir string          // this shard's checkpoint folder; "" without CheckpointDir
 
-	step     atomic.Int64 // largest global_step seen (checkpoint metadata)
+	// step is the global step: GlobalStep adds to it, ApplyGradients raises it to the
+	// largest global_step seen, checkpoints save it and restore sets it.
+	step     atomic.Int64
+	dedup    *dedupWindow // recent request ids; nil when disabled
 	metrics  metrics
 	barriers *barriers
 	readRSS  func() (int64, error)
@@ -82,6 +86,7 @@ func New(opts Options) (*Server, error) {
 		log:      opts.Logger.With("shard", opts.Shard, "num_shards", opts.NumShards),
 		byName:   make(map[string]*table.Table),
 		readRSS:  readRSS,
+		dedup:    newDedupWindow(opts.DedupWindow),
 		stopping: make(chan struct{}),
 		closed:   make(chan struct{}),
 		served:   make(chan struct{}),
@@ -396,15 +401,16 @@ func (s *Server) resolve(op, name string, dim int32) (*table.Table, int, string)
 // Lookup returns the rows of req.fids in request order (spec/ps.md §8.2): read-only with
 // zeros for absent fids, or creating them with create_if_missing. A bad table or dim_size is
 // status_code 1; more fids than MaxFidsPerRequest is codes.ResourceExhausted.
-func (s *Server) Lookup(_ context.Context, req *pspb.LookupRequest) (*pspb.LookupResponse, error) {
+func (s *Server) Lookup(ctx context.Context, req *pspb.LookupRequest) (*pspb.LookupResponse, error) {
 	if err := s.checkFids("lookup", len(req.GetFids())); err != nil {
 		s.metrics.observeLookup(time.Now(), 0, true)
 		return nil, err
 	}
-	return s.lookup(req), nil
+	return s.lookup(ctx, req), nil
 }
 
-func (s *Server) lookup(req *pspb.LookupRequest) (resp *pspb.LookupResponse) {
+// lookup answers one lookup; it takes a context only to share apply's shape in runBatch.
+func (s *Server) lookup(_ context.Context, req *pspb.LookupRequest) (resp *pspb.LookupResponse) {
 	start := time.Now()
 	fids := req.GetFids()
 	defer func() { s.metrics.observeLookup(start, len(fids), resp.StatusCode != statusOK) }()
@@ -432,16 +438,20 @@ func (s *Server) lookup(req *pspb.LookupRequest) (resp *pspb.LookupResponse) {
 
 // ApplyGradients steps every unique fid once with the sum of its gradients (spec/ps.md
 // §8.3, P1, P2). Everything is validated before a table is touched; failures are
-// status_code 1 and still count as applies in the statistics.
-func (s *Server) ApplyGradients(_ context.Context, req *pspb.ApplyGradientsRequest) (*pspb.ApplyGradientsResponse, error) {
+// status_code 1 and still count as applies in the statistics. A request_id already applied
+// on this shard answers duplicate and applies nothing (see the package doc).
+func (s *Server) ApplyGradients(ctx context.Context, req *pspb.ApplyGradientsRequest) (*pspb.ApplyGradientsResponse, error) {
 	if err := s.checkFids("apply", len(req.GetFids())); err != nil {
 		s.metrics.observeApply(time.Now(), 0, true)
 		return nil, err
 	}
-	return s.apply(req), nil
+	return s.apply(ctx, req), nil
 }
 
-func (s *Server) apply(req *pspb.ApplyGradientsRequest) (resp *pspb.ApplyGradientsResponse) {
+// apply validates and applies one request. Its request id is reserved after validation
+// and before the table is touched, committed when the table applied it and released when
+// it failed, so a retry of a failed request applies.
+func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (resp *pspb.ApplyGradientsResponse) {
 	start := time.Now()
 	fids, grads, lrs := req.GetFids(), req.GetGradients(), req.GetLearningRates()
 	defer func() { s.metrics.observeApply(start, len(fids), resp.StatusCode != statusOK) }()
@@ -458,15 +468,61 @@ func (s *Server) apply(req *pspb.ApplyGradientsRequest) (resp *pspb.ApplyGradien
 	if n := len(lrs); n != 0 && n != t.Segments() {
 		return fail("ps/server: apply table %q: %d learning rates, the table has %d segments (send none for the configured rates)", t.Name(), n, t.Segments())
 	}
+	id := req.GetRequestId()
+	rsv, _, dup, err := s.dedup.begin(ctx, id)
+	switch {
+	case err != nil:
+		return fail("ps/server: apply table %q: request id %q: waiting for its first attempt: %v", t.Name(), id, err)
+	case dup:
+		s.metrics.duplicates.Add(1)
+		s.log.Debug("duplicate apply skipped", "table", t.Name(), "request_id", id)
+		return &pspb.ApplyGradientsResponse{Duplicate: true}
+	}
+	defer rsv.release() // unless committed: a failure or a panic lets a retry apply
 	s.noteStep(req.GetGlobalStep())
 	r, err := t.Apply(fids, grads, lrs, req.GetGlobalStep(), req.GetUpdateTime())
 	if err != nil {
 		return fail("ps/server: apply table %q: %v", t.Name(), err)
 	}
+	rsv.commit(0)
 	return &pspb.ApplyGradientsResponse{NumUpdated: int64(r.Updated), NumNotFound: int64(r.NotFound), NumCreated: int64(r.Created)}
 }
 
-// noteStep keeps the largest global step seen.
+// GlobalStep adds req.increment to the global step and returns the new value; increment 0
+// reads it. A negative increment is codes.InvalidArgument, one that would overflow int64
+// codes.OutOfRange. A request_id already applied on this shard answers the step its first
+// attempt returned, with duplicate set. The counter is the one ApplyGradients raises to the
+// largest global_step it sees and checkpoints save, so it survives a restart from a
+// checkpoint (increments after the last save are lost with it).
+func (s *Server) GlobalStep(ctx context.Context, req *pspb.GlobalStepRequest) (*pspb.GlobalStepResponse, error) {
+	s.metrics.globalSteps.Add(1)
+	inc, id := req.GetIncrement(), req.GetRequestId()
+	if inc < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "ps/server: global step increment %d is negative", inc)
+	}
+	rsv, prev, dup, err := s.dedup.begin(ctx, id)
+	switch {
+	case err != nil:
+		return nil, status.FromContextError(err).Err()
+	case dup:
+		s.metrics.duplicates.Add(1)
+		s.log.Debug("duplicate global step skipped", "request_id", id, "step", prev)
+		return &pspb.GlobalStepResponse{Step: prev, Duplicate: true}, nil
+	}
+	defer rsv.release() // unless committed
+	for {
+		cur := s.step.Load()
+		if cur > math.MaxInt64-inc {
+			return nil, status.Errorf(codes.OutOfRange, "ps/server: global step %d + increment %d overflows int64", cur, inc)
+		}
+		if s.step.CompareAndSwap(cur, cur+inc) {
+			rsv.commit(cur + inc)
+			return &pspb.GlobalStepResponse{Step: cur + inc}, nil
+		}
+	}
+}
+
+// noteStep raises the global step to step when it is larger.
 func (s *Server) noteStep(step int64) {
 	for {
 		cur := s.step.Load()
@@ -527,6 +583,7 @@ func (s *Server) GetStats(_ context.Context, req *pspb.GetStatsRequest) (*pspb.G
 		AvgApplyLatencyUs:   avgMicros(m.applyNanos.Load(), applies),
 		Shard:               int32(s.opts.Shard),
 		NumShards:           int32(s.opts.NumShards),
+		DuplicateRequests:   m.duplicates.Load(),
 	}
 	if req.GetIncludeTableStats() {
 		for _, t := range s.tables {
@@ -542,8 +599,8 @@ func (s *Server) GetStats(_ context.Context, req *pspb.GetStatsRequest) (*pspb.G
 
 // BatchLookup runs independent Lookup sub-requests, concurrently; a failing one is
 // status_code 1 in its own slot. The fid limit applies to their sum.
-func (s *Server) BatchLookup(_ context.Context, req *pspb.BatchLookupRequest) (*pspb.BatchLookupResponse, error) {
-	resps, err := runBatch(s, "batch lookup", req.GetRequests(), s.metrics.observeLookup, s.lookup,
+func (s *Server) BatchLookup(ctx context.Context, req *pspb.BatchLookupRequest) (*pspb.BatchLookupResponse, error) {
+	resps, err := runBatch(ctx, s, "batch lookup", req.GetRequests(), s.metrics.observeLookup, s.lookup,
 		func(msg string) *pspb.LookupResponse {
 			return &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: msg}
 		})
@@ -555,9 +612,10 @@ func (s *Server) BatchLookup(_ context.Context, req *pspb.BatchLookupRequest) (*
 
 // BatchApplyGradients runs independent ApplyGradients sub-requests, concurrently; a
 // failing one is status_code 1 in its own slot. The fid limit applies to their sum.
-// Sub-requests on the same table and fid are applied in an unspecified order.
-func (s *Server) BatchApplyGradients(_ context.Context, req *pspb.BatchApplyGradientsRequest) (*pspb.BatchApplyGradientsResponse, error) {
-	resps, err := runBatch(s, "batch apply", req.GetRequests(), s.metrics.observeApply, s.apply,
+// Sub-requests on the same table and fid are applied in an unspecified order. Each
+// sub-request's request_id goes through the same window as ApplyGradients'.
+func (s *Server) BatchApplyGradients(ctx context.Context, req *pspb.BatchApplyGradientsRequest) (*pspb.BatchApplyGradientsResponse, error) {
+	resps, err := runBatch(ctx, s, "batch apply", req.GetRequests(), s.metrics.observeApply, s.apply,
 		func(msg string) *pspb.ApplyGradientsResponse {
 			return &pspb.ApplyGradientsResponse{StatusCode: statusFailure, ErrorMessage: msg}
 		})
@@ -573,7 +631,7 @@ func (s *Server) BatchApplyGradients(_ context.Context, req *pspb.BatchApplyGrad
 func runBatch[Req interface {
 	comparable
 	GetFids() []int64
-}, Resp any](s *Server, op string, reqs []Req, observe func(time.Time, int, bool), run func(Req) Resp, fail func(msg string) Resp) ([]Resp, error) {
+}, Resp any](ctx context.Context, s *Server, op string, reqs []Req, observe func(time.Time, int, bool), run func(context.Context, Req) Resp, fail func(msg string) Resp) ([]Resp, error) {
 	n := 0
 	for _, r := range reqs {
 		n += len(r.GetFids())
@@ -589,7 +647,7 @@ func runBatch[Req interface {
 			resps[i] = fail(fmt.Sprintf("ps/server: %s: sub-request %d is nil", op, i))
 			return
 		}
-		resps[i] = run(reqs[i])
+		resps[i] = run(ctx, reqs[i])
 	})
 	return resps, nil
 }

@@ -78,7 +78,7 @@ func (x FilterConfig_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FilterConfig_Type.Descriptor instead.
 func (FilterConfig_Type) EnumDescriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{17, 0}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type LookupRequest struct {
@@ -255,7 +255,10 @@ type ApplyGradientsRequest struct {
 	LearningRates []float32 `protobuf:"fixed32,5,rep,packed,name=learning_rates,json=learningRates,proto3" json:"learning_rates,omitempty"`
 	GlobalStep    int64     `protobuf:"varint,6,opt,name=global_step,json=globalStep,proto3" json:"global_step,omitempty"`
 	// Data time (req_time) in seconds; 0 means the server's wall clock (P6).
-	UpdateTime    int64 `protobuf:"varint,7,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime int64 `protobuf:"varint,7,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// Idempotency key: a request whose id this shard already applied (within its window of
+	// recent ids) is not applied again and answers duplicate. Empty: no deduplication.
+	RequestId     string `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -339,6 +342,13 @@ func (x *ApplyGradientsRequest) GetUpdateTime() int64 {
 	return 0
 }
 
+func (x *ApplyGradientsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 type ApplyGradientsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unique fids stepped (created ones included).
@@ -348,7 +358,9 @@ type ApplyGradientsResponse struct {
 	StatusCode   int32  `protobuf:"varint,3,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
 	ErrorMessage string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	// Unique fids created by this request.
-	NumCreated    int64 `protobuf:"varint,5,opt,name=num_created,json=numCreated,proto3" json:"num_created,omitempty"`
+	NumCreated int64 `protobuf:"varint,5,opt,name=num_created,json=numCreated,proto3" json:"num_created,omitempty"`
+	// request_id was already applied on this shard; nothing was done (the counts are 0).
+	Duplicate     bool `protobuf:"varint,6,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -416,6 +428,13 @@ func (x *ApplyGradientsResponse) GetNumCreated() int64 {
 		return x.NumCreated
 	}
 	return 0
+}
+
+func (x *ApplyGradientsResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
 }
 
 type BarrierRequest struct {
@@ -806,8 +825,11 @@ type GetStatsResponse struct {
 	Tables              []*TableStats          `protobuf:"bytes,5,rep,name=tables,proto3" json:"tables,omitempty"`
 	Shard               int32                  `protobuf:"varint,6,opt,name=shard,proto3" json:"shard,omitempty"`
 	NumShards           int32                  `protobuf:"varint,7,opt,name=num_shards,json=numShards,proto3" json:"num_shards,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// ApplyGradients (batch sub-requests included) and GlobalStep requests skipped because
+	// their request_id was already applied.
+	DuplicateRequests int64 `protobuf:"varint,8,opt,name=duplicate_requests,json=duplicateRequests,proto3" json:"duplicate_requests,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetStatsResponse) Reset() {
@@ -885,6 +907,13 @@ func (x *GetStatsResponse) GetShard() int32 {
 func (x *GetStatsResponse) GetNumShards() int32 {
 	if x != nil {
 		return x.NumShards
+	}
+	return 0
+}
+
+func (x *GetStatsResponse) GetDuplicateRequests() int64 {
+	if x != nil {
+		return x.DuplicateRequests
 	}
 	return 0
 }
@@ -1065,6 +1094,114 @@ func (x *BatchApplyGradientsResponse) GetResponses() []*ApplyGradientsResponse {
 	return nil
 }
 
+type GlobalStepRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Added to the step counter; 0 reads it. Negative is INVALID_ARGUMENT.
+	Increment int64 `protobuf:"varint,1,opt,name=increment,proto3" json:"increment,omitempty"`
+	// Idempotency key, as in ApplyGradientsRequest: a request whose id was already applied
+	// answers the step that request returned, with duplicate set. Empty: no deduplication.
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GlobalStepRequest) Reset() {
+	*x = GlobalStepRequest{}
+	mi := &file_monolith_ps_ps_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GlobalStepRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GlobalStepRequest) ProtoMessage() {}
+
+func (x *GlobalStepRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_monolith_ps_ps_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GlobalStepRequest.ProtoReflect.Descriptor instead.
+func (*GlobalStepRequest) Descriptor() ([]byte, []int) {
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GlobalStepRequest) GetIncrement() int64 {
+	if x != nil {
+		return x.Increment
+	}
+	return 0
+}
+
+func (x *GlobalStepRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type GlobalStepResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The counter after this request (for a duplicate: what the original request returned).
+	Step          int64 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Duplicate     bool  `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GlobalStepResponse) Reset() {
+	*x = GlobalStepResponse{}
+	mi := &file_monolith_ps_ps_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GlobalStepResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GlobalStepResponse) ProtoMessage() {}
+
+func (x *GlobalStepResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_monolith_ps_ps_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GlobalStepResponse.ProtoReflect.Descriptor instead.
+func (*GlobalStepResponse) Descriptor() ([]byte, []int) {
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GlobalStepResponse) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *GlobalStepResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
 type SaveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1073,7 +1210,7 @@ type SaveRequest struct {
 
 func (x *SaveRequest) Reset() {
 	*x = SaveRequest{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[15]
+	mi := &file_monolith_ps_ps_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1222,7 @@ func (x *SaveRequest) String() string {
 func (*SaveRequest) ProtoMessage() {}
 
 func (x *SaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[15]
+	mi := &file_monolith_ps_ps_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1235,7 @@ func (x *SaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
 func (*SaveRequest) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{15}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{17}
 }
 
 type SaveResponse struct {
@@ -1111,7 +1248,7 @@ type SaveResponse struct {
 
 func (x *SaveResponse) Reset() {
 	*x = SaveResponse{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[16]
+	mi := &file_monolith_ps_ps_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1260,7 @@ func (x *SaveResponse) String() string {
 func (*SaveResponse) ProtoMessage() {}
 
 func (x *SaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[16]
+	mi := &file_monolith_ps_ps_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1273,7 @@ func (x *SaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveResponse.ProtoReflect.Descriptor instead.
 func (*SaveResponse) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{16}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SaveResponse) GetPath() string {
@@ -1169,7 +1306,7 @@ type FilterConfig struct {
 
 func (x *FilterConfig) Reset() {
 	*x = FilterConfig{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[17]
+	mi := &file_monolith_ps_ps_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1318,7 @@ func (x *FilterConfig) String() string {
 func (*FilterConfig) ProtoMessage() {}
 
 func (x *FilterConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[17]
+	mi := &file_monolith_ps_ps_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1331,7 @@ func (x *FilterConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterConfig.ProtoReflect.Descriptor instead.
 func (*FilterConfig) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{17}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FilterConfig) GetType() FilterConfig_Type {
@@ -1244,7 +1381,7 @@ type TableSpec struct {
 
 func (x *TableSpec) Reset() {
 	*x = TableSpec{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[18]
+	mi := &file_monolith_ps_ps_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1393,7 @@ func (x *TableSpec) String() string {
 func (*TableSpec) ProtoMessage() {}
 
 func (x *TableSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[18]
+	mi := &file_monolith_ps_ps_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1406,7 @@ func (x *TableSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableSpec.ProtoReflect.Descriptor instead.
 func (*TableSpec) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{18}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TableSpec) GetName() string {
@@ -1309,7 +1446,7 @@ type TablesConfig struct {
 
 func (x *TablesConfig) Reset() {
 	*x = TablesConfig{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[19]
+	mi := &file_monolith_ps_ps_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1458,7 @@ func (x *TablesConfig) String() string {
 func (*TablesConfig) ProtoMessage() {}
 
 func (x *TablesConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[19]
+	mi := &file_monolith_ps_ps_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1471,7 @@ func (x *TablesConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TablesConfig.ProtoReflect.Descriptor instead.
 func (*TablesConfig) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{19}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TablesConfig) GetTables() []*TableSpec {
@@ -1358,7 +1495,7 @@ type CheckpointManifest struct {
 
 func (x *CheckpointManifest) Reset() {
 	*x = CheckpointManifest{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[20]
+	mi := &file_monolith_ps_ps_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1507,7 @@ func (x *CheckpointManifest) String() string {
 func (*CheckpointManifest) ProtoMessage() {}
 
 func (x *CheckpointManifest) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[20]
+	mi := &file_monolith_ps_ps_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1520,7 @@ func (x *CheckpointManifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointManifest.ProtoReflect.Descriptor instead.
 func (*CheckpointManifest) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{20}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckpointManifest) GetFormatVersion() int32 {
@@ -1449,7 +1586,7 @@ type CheckpointTable struct {
 
 func (x *CheckpointTable) Reset() {
 	*x = CheckpointTable{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[21]
+	mi := &file_monolith_ps_ps_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1598,7 @@ func (x *CheckpointTable) String() string {
 func (*CheckpointTable) ProtoMessage() {}
 
 func (x *CheckpointTable) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[21]
+	mi := &file_monolith_ps_ps_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1611,7 @@ func (x *CheckpointTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointTable.ProtoReflect.Descriptor instead.
 func (*CheckpointTable) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{21}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckpointTable) GetName() string {
@@ -1575,7 +1712,7 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x0fnum_initialized\x18\x04 \x01(\x03R\x0enumInitialized\x12\x1f\n" +
 	"\vstatus_code\x18\x05 \x01(\x05R\n" +
 	"statusCode\x12#\n" +
-	"\rerror_message\x18\x06 \x01(\tR\ferrorMessage\"\xe3\x01\n" +
+	"\rerror_message\x18\x06 \x01(\tR\ferrorMessage\"\x82\x02\n" +
 	"\x15ApplyGradientsRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x19\n" +
 	"\bdim_size\x18\x02 \x01(\x05R\adimSize\x12\x12\n" +
@@ -1585,7 +1722,9 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\vglobal_step\x18\x06 \x01(\x03R\n" +
 	"globalStep\x12\x1f\n" +
 	"\vupdate_time\x18\a \x01(\x03R\n" +
-	"updateTime\"\xc4\x01\n" +
+	"updateTime\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\b \x01(\tR\trequestId\"\xe2\x01\n" +
 	"\x16ApplyGradientsResponse\x12\x1f\n" +
 	"\vnum_updated\x18\x01 \x01(\x03R\n" +
 	"numUpdated\x12\"\n" +
@@ -1594,7 +1733,8 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"statusCode\x12#\n" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x12\x1f\n" +
 	"\vnum_created\x18\x05 \x01(\x03R\n" +
-	"numCreated\"\x8c\x01\n" +
+	"numCreated\x12\x1c\n" +
+	"\tduplicate\x18\x06 \x01(\bR\tduplicate\"\x8c\x01\n" +
 	"\x0eBarrierRequest\x12\x1d\n" +
 	"\n" +
 	"barrier_id\x18\x01 \x01(\tR\tbarrierId\x12\x1b\n" +
@@ -1627,7 +1767,7 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x03dim\x18\x03 \x01(\x05R\x03dim\x12!\n" +
 	"\fmemory_bytes\x18\x04 \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\traw_bytes\x18\x05 \x01(\x03R\brawBytes\x12)\n" +
-	"\x11max_update_ts_sec\x18\x06 \x01(\x03R\x0emaxUpdateTsSec\"\xb3\x02\n" +
+	"\x11max_update_ts_sec\x18\x06 \x01(\x03R\x0emaxUpdateTsSec\"\xe2\x02\n" +
 	"\x10GetStatsResponse\x12!\n" +
 	"\flookup_count\x18\x01 \x01(\x03R\vlookupCount\x122\n" +
 	"\x15apply_gradients_count\x18\x02 \x01(\x03R\x13applyGradientsCount\x121\n" +
@@ -1636,7 +1776,8 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x06tables\x18\x05 \x03(\v2\x17.monolith.ps.TableStatsR\x06tables\x12\x14\n" +
 	"\x05shard\x18\x06 \x01(\x05R\x05shard\x12\x1d\n" +
 	"\n" +
-	"num_shards\x18\a \x01(\x05R\tnumShards\"L\n" +
+	"num_shards\x18\a \x01(\x05R\tnumShards\x12-\n" +
+	"\x12duplicate_requests\x18\b \x01(\x03R\x11duplicateRequests\"L\n" +
 	"\x12BatchLookupRequest\x126\n" +
 	"\brequests\x18\x01 \x03(\v2\x1a.monolith.ps.LookupRequestR\brequests\"P\n" +
 	"\x13BatchLookupResponse\x129\n" +
@@ -1644,7 +1785,14 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x1aBatchApplyGradientsRequest\x12>\n" +
 	"\brequests\x18\x01 \x03(\v2\".monolith.ps.ApplyGradientsRequestR\brequests\"`\n" +
 	"\x1bBatchApplyGradientsResponse\x12A\n" +
-	"\tresponses\x18\x01 \x03(\v2#.monolith.ps.ApplyGradientsResponseR\tresponses\"\r\n" +
+	"\tresponses\x18\x01 \x03(\v2#.monolith.ps.ApplyGradientsResponseR\tresponses\"P\n" +
+	"\x11GlobalStepRequest\x12\x1c\n" +
+	"\tincrement\x18\x01 \x01(\x03R\tincrement\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"F\n" +
+	"\x12GlobalStepResponse\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x1c\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"\r\n" +
 	"\vSaveRequest\"<\n" +
 	"\fSaveResponse\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
@@ -1689,7 +1837,7 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\ffilter_bytes\x18\t \x01(\x04R\vfilterBytes\x12#\n" +
 	"\rfilter_crc32c\x18\n" +
 	" \x01(\aR\ffilterCrc32c\x12E\n" +
-	"\x06config\x18\v \x01(\v2-.monolith.hash_table.EmbeddingHashTableConfigR\x06config2\x89\x05\n" +
+	"\x06config\x18\v \x01(\v2-.monolith.hash_table.EmbeddingHashTableConfigR\x06config2\xd8\x05\n" +
 	"\x0fParameterServer\x12A\n" +
 	"\x06Lookup\x12\x1a.monolith.ps.LookupRequest\x1a\x1b.monolith.ps.LookupResponse\x12Y\n" +
 	"\x0eApplyGradients\x12\".monolith.ps.ApplyGradientsRequest\x1a#.monolith.ps.ApplyGradientsResponse\x12D\n" +
@@ -1698,7 +1846,9 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\bGetStats\x12\x1c.monolith.ps.GetStatsRequest\x1a\x1d.monolith.ps.GetStatsResponse\x12P\n" +
 	"\vBatchLookup\x12\x1f.monolith.ps.BatchLookupRequest\x1a .monolith.ps.BatchLookupResponse\x12h\n" +
 	"\x13BatchApplyGradients\x12'.monolith.ps.BatchApplyGradientsRequest\x1a(.monolith.ps.BatchApplyGradientsResponse\x12;\n" +
-	"\x04Save\x12\x18.monolith.ps.SaveRequest\x1a\x19.monolith.ps.SaveResponseB.Z,github.com/monolith-go/monolith/schemas/pspbb\x06proto3"
+	"\x04Save\x12\x18.monolith.ps.SaveRequest\x1a\x19.monolith.ps.SaveResponse\x12M\n" +
+	"\n" +
+	"GlobalStep\x12\x1e.monolith.ps.GlobalStepRequest\x1a\x1f.monolith.ps.GlobalStepResponseB.Z,github.com/monolith-go/monolith/schemas/pspbb\x06proto3"
 
 var (
 	file_monolith_ps_ps_proto_rawDescOnce sync.Once
@@ -1713,7 +1863,7 @@ func file_monolith_ps_ps_proto_rawDescGZIP() []byte {
 }
 
 var file_monolith_ps_ps_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_monolith_ps_ps_proto_goTypes = []any{
 	(FilterConfig_Type)(0),                            // 0: monolith.ps.FilterConfig.Type
 	(*LookupRequest)(nil),                             // 1: monolith.ps.LookupRequest
@@ -1731,15 +1881,17 @@ var file_monolith_ps_ps_proto_goTypes = []any{
 	(*BatchLookupResponse)(nil),                       // 13: monolith.ps.BatchLookupResponse
 	(*BatchApplyGradientsRequest)(nil),                // 14: monolith.ps.BatchApplyGradientsRequest
 	(*BatchApplyGradientsResponse)(nil),               // 15: monolith.ps.BatchApplyGradientsResponse
-	(*SaveRequest)(nil),                               // 16: monolith.ps.SaveRequest
-	(*SaveResponse)(nil),                              // 17: monolith.ps.SaveResponse
-	(*FilterConfig)(nil),                              // 18: monolith.ps.FilterConfig
-	(*TableSpec)(nil),                                 // 19: monolith.ps.TableSpec
-	(*TablesConfig)(nil),                              // 20: monolith.ps.TablesConfig
-	(*CheckpointManifest)(nil),                        // 21: monolith.ps.CheckpointManifest
-	(*CheckpointTable)(nil),                           // 22: monolith.ps.CheckpointTable
-	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 23: monolith.hash_table.EmbeddingHashTableConfig
-	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 24: monolith.hash_table.SlotOccurrenceThresholdConfig
+	(*GlobalStepRequest)(nil),                         // 16: monolith.ps.GlobalStepRequest
+	(*GlobalStepResponse)(nil),                        // 17: monolith.ps.GlobalStepResponse
+	(*SaveRequest)(nil),                               // 18: monolith.ps.SaveRequest
+	(*SaveResponse)(nil),                              // 19: monolith.ps.SaveResponse
+	(*FilterConfig)(nil),                              // 20: monolith.ps.FilterConfig
+	(*TableSpec)(nil),                                 // 21: monolith.ps.TableSpec
+	(*TablesConfig)(nil),                              // 22: monolith.ps.TablesConfig
+	(*CheckpointManifest)(nil),                        // 23: monolith.ps.CheckpointManifest
+	(*CheckpointTable)(nil),                           // 24: monolith.ps.CheckpointTable
+	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 25: monolith.hash_table.EmbeddingHashTableConfig
+	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 26: monolith.hash_table.SlotOccurrenceThresholdConfig
 }
 var file_monolith_ps_ps_proto_depIdxs = []int32{
 	10, // 0: monolith.ps.GetStatsResponse.tables:type_name -> monolith.ps.TableStats
@@ -1748,12 +1900,12 @@ var file_monolith_ps_ps_proto_depIdxs = []int32{
 	3,  // 3: monolith.ps.BatchApplyGradientsRequest.requests:type_name -> monolith.ps.ApplyGradientsRequest
 	4,  // 4: monolith.ps.BatchApplyGradientsResponse.responses:type_name -> monolith.ps.ApplyGradientsResponse
 	0,  // 5: monolith.ps.FilterConfig.type:type_name -> monolith.ps.FilterConfig.Type
-	23, // 6: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
-	24, // 7: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
-	18, // 8: monolith.ps.TableSpec.filter:type_name -> monolith.ps.FilterConfig
-	19, // 9: monolith.ps.TablesConfig.tables:type_name -> monolith.ps.TableSpec
-	22, // 10: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
-	23, // 11: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	25, // 6: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	26, // 7: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
+	20, // 8: monolith.ps.TableSpec.filter:type_name -> monolith.ps.FilterConfig
+	21, // 9: monolith.ps.TablesConfig.tables:type_name -> monolith.ps.TableSpec
+	24, // 10: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
+	25, // 11: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
 	1,  // 12: monolith.ps.ParameterServer.Lookup:input_type -> monolith.ps.LookupRequest
 	3,  // 13: monolith.ps.ParameterServer.ApplyGradients:input_type -> monolith.ps.ApplyGradientsRequest
 	5,  // 14: monolith.ps.ParameterServer.Barrier:input_type -> monolith.ps.BarrierRequest
@@ -1761,17 +1913,19 @@ var file_monolith_ps_ps_proto_depIdxs = []int32{
 	9,  // 16: monolith.ps.ParameterServer.GetStats:input_type -> monolith.ps.GetStatsRequest
 	12, // 17: monolith.ps.ParameterServer.BatchLookup:input_type -> monolith.ps.BatchLookupRequest
 	14, // 18: monolith.ps.ParameterServer.BatchApplyGradients:input_type -> monolith.ps.BatchApplyGradientsRequest
-	16, // 19: monolith.ps.ParameterServer.Save:input_type -> monolith.ps.SaveRequest
-	2,  // 20: monolith.ps.ParameterServer.Lookup:output_type -> monolith.ps.LookupResponse
-	4,  // 21: monolith.ps.ParameterServer.ApplyGradients:output_type -> monolith.ps.ApplyGradientsResponse
-	6,  // 22: monolith.ps.ParameterServer.Barrier:output_type -> monolith.ps.BarrierResponse
-	8,  // 23: monolith.ps.ParameterServer.HealthCheck:output_type -> monolith.ps.HealthCheckResponse
-	11, // 24: monolith.ps.ParameterServer.GetStats:output_type -> monolith.ps.GetStatsResponse
-	13, // 25: monolith.ps.ParameterServer.BatchLookup:output_type -> monolith.ps.BatchLookupResponse
-	15, // 26: monolith.ps.ParameterServer.BatchApplyGradients:output_type -> monolith.ps.BatchApplyGradientsResponse
-	17, // 27: monolith.ps.ParameterServer.Save:output_type -> monolith.ps.SaveResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
+	18, // 19: monolith.ps.ParameterServer.Save:input_type -> monolith.ps.SaveRequest
+	16, // 20: monolith.ps.ParameterServer.GlobalStep:input_type -> monolith.ps.GlobalStepRequest
+	2,  // 21: monolith.ps.ParameterServer.Lookup:output_type -> monolith.ps.LookupResponse
+	4,  // 22: monolith.ps.ParameterServer.ApplyGradients:output_type -> monolith.ps.ApplyGradientsResponse
+	6,  // 23: monolith.ps.ParameterServer.Barrier:output_type -> monolith.ps.BarrierResponse
+	8,  // 24: monolith.ps.ParameterServer.HealthCheck:output_type -> monolith.ps.HealthCheckResponse
+	11, // 25: monolith.ps.ParameterServer.GetStats:output_type -> monolith.ps.GetStatsResponse
+	13, // 26: monolith.ps.ParameterServer.BatchLookup:output_type -> monolith.ps.BatchLookupResponse
+	15, // 27: monolith.ps.ParameterServer.BatchApplyGradients:output_type -> monolith.ps.BatchApplyGradientsResponse
+	19, // 28: monolith.ps.ParameterServer.Save:output_type -> monolith.ps.SaveResponse
+	17, // 29: monolith.ps.ParameterServer.GlobalStep:output_type -> monolith.ps.GlobalStepResponse
+	21, // [21:30] is the sub-list for method output_type
+	12, // [12:21] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -1788,7 +1942,7 @@ func file_monolith_ps_ps_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_monolith_ps_ps_proto_rawDesc), len(file_monolith_ps_ps_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	ParameterServer_BatchLookup_FullMethodName         = "/monolith.ps.ParameterServer/BatchLookup"
 	ParameterServer_BatchApplyGradients_FullMethodName = "/monolith.ps.ParameterServer/BatchApplyGradients"
 	ParameterServer_Save_FullMethodName                = "/monolith.ps.ParameterServer/Save"
+	ParameterServer_GlobalStep_FullMethodName          = "/monolith.ps.ParameterServer/GlobalStep"
 )
 
 // ParameterServerClient is the client API for ParameterServer service.
@@ -56,6 +57,9 @@ type ParameterServerClient interface {
 	BatchApplyGradients(ctx context.Context, in *BatchApplyGradientsRequest, opts ...grpc.CallOption) (*BatchApplyGradientsResponse, error)
 	// Writes a checkpoint of this shard now (needs a checkpoint directory).
 	Save(ctx context.Context, in *SaveRequest, opts ...grpc.CallOption) (*SaveResponse, error)
+	// Adds to the shard's global step counter and returns it (Monolith's global_step
+	// variable, which lives on PS 0); increment 0 reads it.
+	GlobalStep(ctx context.Context, in *GlobalStepRequest, opts ...grpc.CallOption) (*GlobalStepResponse, error)
 }
 
 type parameterServerClient struct {
@@ -146,6 +150,16 @@ func (c *parameterServerClient) Save(ctx context.Context, in *SaveRequest, opts 
 	return out, nil
 }
 
+func (c *parameterServerClient) GlobalStep(ctx context.Context, in *GlobalStepRequest, opts ...grpc.CallOption) (*GlobalStepResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GlobalStepResponse)
+	err := c.cc.Invoke(ctx, ParameterServer_GlobalStep_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ParameterServerServer is the server API for ParameterServer service.
 // All implementations must embed UnimplementedParameterServerServer
 // for forward compatibility.
@@ -166,6 +180,9 @@ type ParameterServerServer interface {
 	BatchApplyGradients(context.Context, *BatchApplyGradientsRequest) (*BatchApplyGradientsResponse, error)
 	// Writes a checkpoint of this shard now (needs a checkpoint directory).
 	Save(context.Context, *SaveRequest) (*SaveResponse, error)
+	// Adds to the shard's global step counter and returns it (Monolith's global_step
+	// variable, which lives on PS 0); increment 0 reads it.
+	GlobalStep(context.Context, *GlobalStepRequest) (*GlobalStepResponse, error)
 	mustEmbedUnimplementedParameterServerServer()
 }
 
@@ -199,6 +216,9 @@ func (UnimplementedParameterServerServer) BatchApplyGradients(context.Context, *
 }
 func (UnimplementedParameterServerServer) Save(context.Context, *SaveRequest) (*SaveResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Save not implemented")
+}
+func (UnimplementedParameterServerServer) GlobalStep(context.Context, *GlobalStepRequest) (*GlobalStepResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GlobalStep not implemented")
 }
 func (UnimplementedParameterServerServer) mustEmbedUnimplementedParameterServerServer() {}
 func (UnimplementedParameterServerServer) testEmbeddedByValue()                         {}
@@ -365,6 +385,24 @@ func _ParameterServer_Save_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ParameterServer_GlobalStep_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GlobalStepRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ParameterServerServer).GlobalStep(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ParameterServer_GlobalStep_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ParameterServerServer).GlobalStep(ctx, req.(*GlobalStepRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ParameterServer_ServiceDesc is the grpc.ServiceDesc for ParameterServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -403,6 +441,10 @@ var ParameterServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Save",
 			Handler:    _ParameterServer_Save_Handler,
+		},
+		{
+			MethodName: "GlobalStep",
+			Handler:    _ParameterServer_GlobalStep_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/prototext"
+
+	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/pipelines/train"
+	"github.com/monolith-go/monolith/runners"
+)
+
+// runTrain runs the batch training pipeline (pipelines/train) and prints its summary.
+func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("train", stderr)
+	var ro runners.Options
+	ro.RegisterFlags(fs)
+	cfgPath := fs.String("config", "", "training config, YAML or JSON (required; see README \"Training config\")")
+	data := fs.String("data", "", "a `DIR` written by monolith gen --planted; overrides the config's data and inputs")
+	ps := fs.String("ps", "", "comma-separated PS shard addresses (overrides ps.addrs; default: in-process shards)")
+	zk := fs.String("zk", "", "ZooKeeper servers to discover the PS shards (with --zk-path and --shards)")
+	zkPath := fs.String("zk-path", "", "ZooKeeper discovery path of the PS shards")
+	shards := fs.Int("shards", 0, "PS shards (overrides ps.shards)")
+	ckpt := fs.String("checkpoint-dir", "", "checkpoint directory (overrides checkpoint.dir)")
+	epochs := fs.Int("epochs", 0, "epochs (overrides epochs)")
+	maxSteps := fs.Int64("max-steps", -1, "stop after this many global steps (overrides max_steps; 0: no limit)")
+	threads := fs.Int("threads", 0, "concurrent trainers per worker (overrides threads)")
+	writeTables := fs.String("write-tables", "", "write the PS tables this run needs (a --tables file of monolith ps) and exit")
+	progress := fs.String("progress", "always", "progress lines on stderr: auto, always or never")
+	verbose := fs.Bool("v", false, "debug logs")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: monolith train --config FILE [flags]\n\n"+
+			"Trains an LR, FM or DeepFM model over fused embedding layouts against a sharded PS,\n"+
+			"as a Beam pipeline on the selected runner, evaluates it on the held-out input, and\n"+
+			"prints one JSON summary line (examples, steps, examples_per_sec, train_logloss,\n"+
+			"eval_auc, eval_logloss, bayes_auc, ...).")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		return fmt.Errorf("%w: train needs --config FILE", errUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	c, err := train.LoadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *data != "" {
+		c.SetData(*data)
+	}
+	if *ps != "" {
+		c.PS.Addrs = nil
+		for a := range strings.SplitSeq(*ps, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.PS.Addrs = append(c.PS.Addrs, a)
+			}
+		}
+		c.PS.Shards = len(c.PS.Addrs)
+	}
+	if *zk != "" {
+		c.PS.ZooKeeper, c.PS.ZKPath = *zk, *zkPath
+	}
+	if *shards > 0 {
+		c.PS.Shards = *shards
+	}
+	if *ckpt != "" {
+		c.Checkpoint.Dir = *ckpt
+	}
+	if *epochs > 0 {
+		c.Epochs = *epochs
+	}
+	if *maxSteps >= 0 {
+		c.MaxSteps = *maxSteps
+	}
+	if *threads > 0 {
+		c.Threads = *threads
+	}
+	if err := c.Normalize(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *writeTables != "" {
+		pr, err := train.Prepare(c)
+		if err != nil {
+			return err
+		}
+		b, err := prototext.MarshalOptions{Multiline: true}.Marshal(pr.Tables)
+		if err != nil {
+			return err
+		}
+		out, err := atomicfile.Create(*writeTables)
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(b); err != nil {
+			_ = out.Abort()
+			return err
+		}
+		if err := out.Commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d tables to %s\n", len(pr.Tables.GetTables()), *writeTables)
+		return nil
+	}
+	ro.Verbose = ro.Verbose || *verbose
+	if err := ro.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	show, _, err := progressMode(*progress, stderr)
+	if err != nil {
+		return err
+	}
+	o := train.Options{Runner: ro}
+	if show {
+		o.Progress = stderr
+	}
+	if *verbose {
+		o.Logger = logger(stderr, true)
+	}
+	sum, err := train.Run(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}

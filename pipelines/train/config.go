@@ -1,0 +1,311 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/monolith-go/monolith/schemas/hashtablepb"
+	"github.com/monolith-go/monolith/schemas/pspb"
+)
+
+// ErrConfig is wrapped by every error of a training configuration.
+var ErrConfig = errors.New("pipelines/train: invalid config")
+
+// Config is the training configuration (a YAML or JSON file; see the README's "Training
+// config" section). Relative paths are relative to the file's directory.
+type Config struct {
+	// Model is lr, fm or deepfm.
+	Model string `json:"model"`
+	// Layouts name the layout outputs the model reads: Bias (a [B,1] ADDN) and Vec (a CONCAT
+	// of field vectors). Defaults "bias" and "vec".
+	Layouts struct {
+		Bias string `json:"bias"`
+		Vec  string `json:"vec"`
+	} `json:"layouts"`
+	// Hidden are the DeepFM MLP's hidden widths (default [64, 32]).
+	Hidden []int `json:"hidden"`
+
+	// Data is a directory written by `monolith gen --planted`: it supplies the defaults
+	// <data>/train/*, <data>/eval/*, <data>/feature_configs.pbtxt and <data>/planted.json.
+	Data           string `json:"data"`
+	TrainInput     string `json:"train_input"`     // file pattern of the training data
+	EvalInput      string `json:"eval_input"`      // file pattern of the held-out data ("" = no evaluation)
+	FeatureConfigs string `json:"feature_configs"` // FeatureConfigs (protobuf text or JSON)
+	Planted        string `json:"planted"`         // planted.json of the eval data ("" = none)
+
+	BatchSize int   `json:"batch_size"` // rows per step (default 256)
+	Epochs    int   `json:"epochs"`     // passes over the training data (default 1)
+	MaxSteps  int64 `json:"max_steps"`  // stop after this many global steps (0 = no limit)
+	// Threads is the number of concurrent trainers in each worker (default 1): each runs
+	// lookup → forward → backward → apply on its own batches, asynchronously.
+	Threads int `json:"threads"`
+	// Unique deduplicates fids per feature before the lookup (training mode; default true).
+	Unique *bool `json:"unique"`
+
+	// Sparse configures the tables of the FeatureConfigs: Segments[i] is the initializer and
+	// optimizer of segment i (one segment per slice dim; the last entry repeats).
+	Sparse struct {
+		Segments []Segment `json:"segments"`
+	} `json:"sparse"`
+	// Dense configures the model's dense parameter tables.
+	Dense struct {
+		Optimizer json.RawMessage `json:"optimizer"` // a monolith.hash_table.OptimizerConfig
+	} `json:"dense"`
+	// Tables replaces the generated spec of the named tables: a list of monolith.ps.TableSpec
+	// in protobuf JSON (full control over filters, expiry, compression).
+	Tables json.RawMessage `json:"tables"`
+
+	// PS says where the parameter servers are. With no Addrs and no ZooKeeper, Shards
+	// in-process servers (default 1) are started on 127.0.0.1.
+	PS struct {
+		Shards    int      `json:"shards"`
+		Addrs     []string `json:"addrs"`
+		ZooKeeper string   `json:"zookeeper"` // comma-separated servers
+		ZKPath    string   `json:"zk_path"`   // discovery path (ps/discovery)
+		Seed      uint64   `json:"seed"`      // in-process servers' initializer seed
+	} `json:"ps"`
+	// Checkpoint: the PS saves every EverySteps global steps and at the end of training.
+	// In-process servers restore the newest checkpoint under Dir when they start.
+	Checkpoint struct {
+		Dir        string `json:"dir"`
+		EverySteps int64  `json:"every_steps"`
+		Keep       int    `json:"keep"`
+	} `json:"checkpoint"`
+
+	// dir is the directory relative paths start from.
+	dir string
+}
+
+// Segment is the initializer and optimizer of one table segment, in protobuf JSON
+// (monolith.hash_table.InitializerConfig and OptimizerConfig, e.g. {"zeros": {}} and
+// {"adagrad": {"learning_rate": 0.05}}).
+type Segment struct {
+	Init      json.RawMessage `json:"init"`
+	Optimizer json.RawMessage `json:"optimizer"`
+}
+
+// LoadConfig reads a YAML (.yaml, .yml) or JSON configuration and applies the defaults.
+// Unknown keys are errors.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	c, err := ParseConfig(b, strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.dir = filepath.Dir(path)
+	if err := c.Normalize(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig parses a configuration (YAML when yamlText, else JSON) without defaults.
+func ParseConfig(b []byte, yamlText bool) (*Config, error) {
+	if yamlText {
+		var v any
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		if v == nil {
+			v = map[string]any{}
+		}
+		j, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		b = j
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	c := &Config{}
+	if err := dec.Decode(c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return c, nil
+}
+
+// path resolves p against the configuration's directory.
+func (c *Config) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || c.dir == "" {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+// SetData points the inputs at a `monolith gen --planted` directory (the CLI's --data),
+// overriding the file's data, inputs, feature configs and planted file.
+func (c *Config) SetData(dir string) {
+	c.Data, c.TrainInput, c.EvalInput, c.FeatureConfigs, c.Planted = dir, "", "", "", ""
+	c.dir = ""
+}
+
+// Default optimizer and initializers: Adagrad, zero bias columns, small uniform vectors.
+const (
+	defaultSparseBias = `{"init": {"zeros": {}}, "optimizer": {"adagrad": {"learning_rate": 0.05, "initial_accumulator_value": 0.1}}}`
+	defaultSparseVec  = `{"init": {"random_uniform": {"minval": -0.05, "maxval": 0.05}}, "optimizer": {"adagrad": {"learning_rate": 0.05, "initial_accumulator_value": 0.1}}}`
+	defaultDenseOpt   = `{"adagrad": {"learning_rate": 0.01, "initial_accumulator_value": 0.1}}`
+)
+
+// Normalize applies the defaults, resolves the paths and checks the values.
+func (c *Config) Normalize() error {
+	if c.Model == "" {
+		c.Model = "fm"
+	}
+	if c.Layouts.Bias == "" {
+		c.Layouts.Bias = "bias"
+	}
+	if c.Layouts.Vec == "" {
+		c.Layouts.Vec = "vec"
+	}
+	if c.Data != "" {
+		d := c.path(c.Data)
+		if c.TrainInput == "" {
+			c.TrainInput = filepath.Join(d, "train", "*")
+		}
+		if c.EvalInput == "" {
+			c.EvalInput = filepath.Join(d, "eval", "*")
+		}
+		if c.FeatureConfigs == "" {
+			c.FeatureConfigs = filepath.Join(d, "feature_configs.pbtxt")
+		}
+		if c.Planted == "" {
+			if p := filepath.Join(d, "planted.json"); fileExists(p) {
+				c.Planted = p
+			}
+		}
+		c.Data = d
+	}
+	c.TrainInput, c.EvalInput = c.path(c.TrainInput), c.path(c.EvalInput)
+	c.FeatureConfigs, c.Planted = c.path(c.FeatureConfigs), c.path(c.Planted)
+	c.Checkpoint.Dir = c.path(c.Checkpoint.Dir)
+	c.dir = "" // resolved: a second Normalize keeps the paths
+	if c.BatchSize == 0 {
+		c.BatchSize = 256
+	}
+	if c.Epochs == 0 {
+		c.Epochs = 1
+	}
+	if c.Threads == 0 {
+		c.Threads = 1
+	}
+	if c.Unique == nil {
+		t := true
+		c.Unique = &t
+	}
+	if len(c.Sparse.Segments) == 0 {
+		var b, v Segment
+		_ = json.Unmarshal([]byte(defaultSparseBias), &b)
+		_ = json.Unmarshal([]byte(defaultSparseVec), &v)
+		c.Sparse.Segments = []Segment{b, v}
+	}
+	if len(c.Dense.Optimizer) == 0 {
+		c.Dense.Optimizer = json.RawMessage(defaultDenseOpt)
+	}
+	if c.PS.Shards == 0 {
+		c.PS.Shards = max(1, len(c.PS.Addrs))
+	}
+	if c.Checkpoint.Keep == 0 {
+		c.Checkpoint.Keep = 3
+	}
+	switch {
+	case c.TrainInput == "":
+		return fmt.Errorf("%w: train_input is empty (set it, or data)", ErrConfig)
+	case c.FeatureConfigs == "":
+		return fmt.Errorf("%w: feature_configs is empty (set it, or data)", ErrConfig)
+	case c.BatchSize < 0 || c.Epochs < 0 || c.MaxSteps < 0 || c.Threads < 0 || c.PS.Shards < 0 || c.Checkpoint.EverySteps < 0:
+		return fmt.Errorf("%w: batch_size %d, epochs %d, max_steps %d, threads %d, ps.shards %d and checkpoint.every_steps %d must not be negative",
+			ErrConfig, c.BatchSize, c.Epochs, c.MaxSteps, c.Threads, c.PS.Shards, c.Checkpoint.EverySteps)
+	case len(c.PS.Addrs) > 0 && c.PS.ZooKeeper != "":
+		return fmt.Errorf("%w: ps.addrs and ps.zookeeper are exclusive", ErrConfig)
+	case len(c.PS.Addrs) > 0 && c.PS.Shards != len(c.PS.Addrs):
+		return fmt.Errorf("%w: ps.shards is %d but ps.addrs lists %d servers", ErrConfig, c.PS.Shards, len(c.PS.Addrs))
+	case c.PS.ZooKeeper != "" && c.PS.ZKPath == "":
+		return fmt.Errorf("%w: ps.zookeeper needs ps.zk_path", ErrConfig)
+	}
+	for i, s := range c.Sparse.Segments {
+		if _, err := s.build(0); err != nil {
+			return fmt.Errorf("%w: sparse.segments[%d]: %v", ErrConfig, i, err)
+		}
+	}
+	if _, err := optimizer(c.Dense.Optimizer); err != nil {
+		return fmt.Errorf("%w: dense.optimizer: %v", ErrConfig, err)
+	}
+	if _, err := c.tableOverrides(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// build returns the segment as an EntryConfig segment of dim floats.
+func (s Segment) build(dim int) (*hashtablepb.EntryConfig_Segment, error) {
+	seg := &hashtablepb.EntryConfig_Segment{DimSize: ptr(int32(dim))}
+	if len(s.Init) == 0 {
+		seg.InitConfig = &hashtablepb.InitializerConfig{Type: &hashtablepb.InitializerConfig_Zeros{Zeros: &hashtablepb.ZerosInitializerConfig{}}}
+	} else {
+		seg.InitConfig = &hashtablepb.InitializerConfig{}
+		if err := protojson.Unmarshal(s.Init, seg.InitConfig); err != nil {
+			return nil, fmt.Errorf("init: %v", err)
+		}
+	}
+	opt, err := optimizer(s.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	seg.OptConfig = opt
+	return seg, nil
+}
+
+func optimizer(b json.RawMessage) (*hashtablepb.OptimizerConfig, error) {
+	if len(b) == 0 {
+		return nil, errors.New("optimizer: missing")
+	}
+	o := &hashtablepb.OptimizerConfig{}
+	if err := protojson.Unmarshal(b, o); err != nil {
+		return nil, fmt.Errorf("optimizer: %v", err)
+	}
+	if o.GetType() == nil {
+		return nil, errors.New("optimizer: no optimizer set (e.g. {\"adagrad\": {\"learning_rate\": 0.05}})")
+	}
+	return o, nil
+}
+
+// tableOverrides parses Tables.
+func (c *Config) tableOverrides() (map[string]*pspb.TableSpec, error) {
+	out := map[string]*pspb.TableSpec{}
+	if len(c.Tables) == 0 {
+		return out, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(c.Tables, &raws); err != nil {
+		return nil, fmt.Errorf("%w: tables: want a list of monolith.ps.TableSpec: %v", ErrConfig, err)
+	}
+	for i, r := range raws {
+		s := &pspb.TableSpec{}
+		if err := protojson.Unmarshal(r, s); err != nil {
+			return nil, fmt.Errorf("%w: tables[%d]: %v", ErrConfig, i, err)
+		}
+		if s.GetName() == "" {
+			return nil, fmt.Errorf("%w: tables[%d]: no name", ErrConfig, i)
+		}
+		out[s.GetName()] = s
+	}
+	return out, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,445 @@
+package train
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/monolith-go/monolith/io/beamio"
+	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/kernels/metrics"
+	"github.com/monolith-go/monolith/ps/client"
+	"github.com/monolith-go/monolith/ps/discovery"
+	"github.com/monolith-go/monolith/ps/server"
+	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/schemas/pspb"
+	"github.com/monolith-go/monolith/transforms/collect"
+	"github.com/monolith-go/monolith/transforms/config"
+)
+
+// Options are the driver's settings that are not part of the training config.
+type Options struct {
+	Runner runners.Options
+	// Progress receives the driver's and the workers' progress lines (nil: none).
+	Progress io.Writer
+	// ProgressEvery is the period of the progress lines (default 5s).
+	ProgressEvery time.Duration
+	// Logger receives the in-process PS servers' logs (nil: discarded).
+	Logger *slog.Logger
+	// DiscoveryWait bounds the wait for every shard to register in ZooKeeper (default 30s).
+	DiscoveryWait time.Duration
+	// Loop runs the same workers in a plain loop in this process instead of a Beam
+	// pipeline: the baseline of the throughput benchmark (benchmarks/train).
+	Loop bool
+}
+
+// Summary is the result of a run, printed as one JSON line.
+type Summary struct {
+	Model      string `json:"model"`
+	PSShards   int    `json:"ps_shards"`
+	BatchSize  int    `json:"batch_size"`
+	Epochs     int    `json:"epochs"`
+	Examples   int64  `json:"examples"`
+	Steps      int64  `json:"steps"`
+	GlobalStep int64  `json:"global_step"`
+	// StartStep is the global step before training: non-zero when the PS restored a
+	// checkpoint (a resumed run).
+	StartStep      int64   `json:"start_step"`
+	TrainSeconds   float64 `json:"train_seconds"`
+	ExamplesPerSec float64 `json:"examples_per_sec"`
+	TrainLogLoss   float64 `json:"train_logloss"`
+
+	EvalExamples int64    `json:"eval_examples,omitempty"`
+	EvalAUC      *float64 `json:"eval_auc,omitempty"`
+	EvalLogLoss  *float64 `json:"eval_logloss,omitempty"`
+	// EvalConstLogLoss is the log loss of the best constant predictor (the eval base rate).
+	EvalConstLogLoss *float64 `json:"eval_constant_logloss,omitempty"`
+	BayesAUC         *float64 `json:"bayes_auc,omitempty"`
+	BayesLogLoss     *float64 `json:"bayes_logloss,omitempty"`
+
+	Checkpoint string  `json:"checkpoint,omitempty"`
+	WallSecs   float64 `json:"wall_seconds"`
+}
+
+// Prepared is a validated run: the kernel configuration, the model's tables and the job
+// every worker gets (without PS addresses).
+type Prepared struct {
+	Config   *Config
+	Features *featcfg.Config
+	Tables   *pspb.TablesConfig
+	Job      Job
+}
+
+// Prepare loads the FeatureConfigs, builds the model and the PS tables, and checks that
+// they fit together.
+func Prepare(c *Config) (*Prepared, error) {
+	fc, err := featcfg.Load(c.FeatureConfigs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: feature_configs: %v", ErrConfig, err)
+	}
+	k, err := config.New(fc, c.PS.Shards, 5)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.FeatureConfigs, err)
+	}
+	k.Unique = *c.Unique
+	cfg, err := k.Build()
+	if err != nil {
+		return nil, err
+	}
+	read := beamio.DefaultReadConfig()
+	read.RowsPerBatch = c.BatchSize
+	j := Job{Kernels: k, Model: c.Model, Bias: c.Layouts.Bias, Vec: c.Layouts.Vec, Hidden: c.Hidden,
+		MaxSteps: c.MaxSteps, Threads: c.Threads, Read: read}
+	m, err := j.newModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := c.TablesConfig(cfg, m.Params())
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{Config: c, Features: cfg, Tables: tc, Job: j}, nil
+}
+
+// LocalPS is a set of in-process PS shards on 127.0.0.1.
+type LocalPS struct {
+	Servers []*server.Server
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// StartLocalPS starts n shards serving tables; with ckptDir set they restore its newest
+// checkpoints and save there.
+func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, ckptDir string, keep int, seed uint64, logger *slog.Logger) (*LocalPS, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	l := &LocalPS{cancel: cancel, done: make(chan error, n)}
+	for i := range n {
+		o := server.DefaultOptions()
+		o.Shard, o.NumShards, o.Tables, o.CheckpointDir, o.KeepCheckpoints, o.Seed, o.Logger = i, n, tables, ckptDir, keep, seed, logger
+		s, err := server.New(o)
+		if err != nil {
+			l.Stop()
+			return nil, fmt.Errorf("pipelines/train: start PS shard %d: %w", i, err)
+		}
+		l.Servers = append(l.Servers, s)
+		go func() { l.done <- s.Serve(ctx) }()
+	}
+	return l, nil
+}
+
+// Addrs returns the shards' addresses, in shard order.
+func (l *LocalPS) Addrs() []string {
+	out := make([]string, len(l.Servers))
+	for i, s := range l.Servers {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+// Stop stops the shards gracefully (each saves a checkpoint when it has a directory).
+func (l *LocalPS) Stop() error {
+	l.cancel()
+	var errs []error
+	for range l.Servers {
+		errs = append(errs, <-l.done)
+	}
+	return errors.Join(errs...)
+}
+
+// Run trains and evaluates c on the engine o.Runner selects and returns the summary.
+func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
+	wall := time.Now()
+	pr, err := Prepare(c)
+	if err != nil {
+		return nil, err
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 5 * time.Second
+	}
+	addrs := c.PS.Addrs
+	switch {
+	case c.PS.ZooKeeper != "":
+		servers, err := discovery.ParseServers(c.PS.ZooKeeper)
+		if err != nil {
+			return nil, fmt.Errorf("%w: ps.zookeeper: %v", ErrConfig, err)
+		}
+		wait := o.DiscoveryWait
+		if wait == 0 {
+			wait = 30 * time.Second
+		}
+		if addrs, err = discovery.WaitAll(ctx, servers, c.PS.ZKPath, c.PS.Shards, wait, o.Logger); err != nil {
+			return nil, fmt.Errorf("pipelines/train: %w", err)
+		}
+	case len(addrs) == 0:
+		local, err := StartLocalPS(ctx, c.PS.Shards, pr.Tables, c.Checkpoint.Dir, c.Checkpoint.Keep, c.PS.Seed, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		defer local.Stop()
+		addrs = local.Addrs()
+	}
+	j := pr.Job
+	j.PS = addrs
+	j.RunID = newRunID()
+	if o.Progress != nil {
+		j.ProgressEvery = o.ProgressEvery
+	}
+	ps, err := client.New(addrs)
+	if err != nil {
+		return nil, fmt.Errorf("pipelines/train: %w", err)
+	}
+	defer ps.Close()
+
+	state, err := os.MkdirTemp("", "monolith-train-")
+	if err != nil {
+		return nil, fmt.Errorf("pipelines/train: %w", err)
+	}
+	defer os.RemoveAll(state)
+
+	sum := &Summary{Model: c.Model, PSShards: len(addrs), BatchSize: c.BatchSize}
+	files, err := beamio.Files(ctx, c.TrainInput)
+	if err != nil {
+		return nil, fmt.Errorf("pipelines/train: train_input %s: %w", c.TrainInput, err)
+	}
+	if sum.StartStep, err = ps.GlobalStep(ctx, 0, ""); err != nil {
+		return nil, fmt.Errorf("pipelines/train: %w", err)
+	}
+	if sum.StartStep > 0 && o.Progress != nil {
+		fmt.Fprintf(o.Progress, "train: resuming at global step %d (the PS restored a checkpoint)\n", sum.StartStep)
+	}
+	var total Stats
+	start := time.Now()
+	saver := startSaver(ctx, ps, c.Checkpoint.Dir != "", c.Checkpoint.EverySteps, o.Progress)
+	for e := 1; e <= c.Epochs; e++ {
+		var st Stats
+		if o.Loop {
+			st, err = loopEpoch(ctx, &j, e, files, o.Progress)
+		} else {
+			path := filepath.Join(state, fmt.Sprintf("epoch-%d", e))
+			st, err = runStats(ctx, TrainPipeline(j, e, files, path), path, o.Runner)
+		}
+		if err != nil {
+			saver.stop()
+			return nil, fmt.Errorf("pipelines/train: epoch %d: %w", e, err)
+		}
+		total.Add(st)
+		sum.Epochs = e
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "train: epoch %d: %d steps, %d examples, loss %.4f\n", e, st.Steps, st.Examples, st.LossSum/float64(max(1, st.Examples)))
+		}
+		if c.MaxSteps > 0 && st.Skipped > 0 {
+			break
+		}
+	}
+	sum.TrainSeconds = time.Since(start).Seconds()
+	if err := saver.stop(); err != nil {
+		return nil, err
+	}
+	sum.Examples, sum.Steps = total.Examples, total.Steps
+	sum.ExamplesPerSec = float64(total.Examples) / sum.TrainSeconds
+	sum.TrainLogLoss = total.LossSum / float64(max(1, total.Examples))
+	if sum.GlobalStep, err = ps.GlobalStep(ctx, 0, ""); err != nil {
+		return nil, fmt.Errorf("pipelines/train: %w", err)
+	}
+	if c.Checkpoint.Dir != "" {
+		if _, err := ps.Save(ctx); err != nil {
+			return nil, fmt.Errorf("pipelines/train: final checkpoint: %w", err)
+		}
+		sum.Checkpoint = c.Checkpoint.Dir
+	}
+	if c.EvalInput != "" {
+		if err := evaluate(ctx, c, j, state, o, sum); err != nil {
+			return nil, err
+		}
+	}
+	if c.Planted != "" {
+		if err := readPlanted(c.Planted, sum); err != nil {
+			return nil, err
+		}
+	}
+	sum.WallSecs = time.Since(wall).Seconds()
+	return sum, nil
+}
+
+// loopEpoch trains one epoch with one Worker in this process, file after file.
+func loopEpoch(ctx context.Context, j *Job, epoch int, files []string, progress io.Writer) (Stats, error) {
+	w, err := NewWorker(j, progress)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer w.Close()
+	for _, f := range files {
+		stopped, err := w.TrainFile(ctx, f, epoch)
+		if err != nil {
+			return Stats{}, err
+		}
+		if stopped {
+			break
+		}
+	}
+	return w.Flush()
+}
+
+// runStats runs a training pipeline and reads its merged Stats.
+func runStats(ctx context.Context, p *beam.Pipeline, path string, ro runners.Options) (Stats, error) {
+	var st Stats
+	if err := collect.Prepare(path); err != nil {
+		return st, err
+	}
+	if _, err := runners.Run(ctx, p, ro); err != nil {
+		return st, err
+	}
+	b, ok, err := collect.ReadFile(path)
+	if err != nil || !ok {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("pipelines/train: stats: %w", err)
+	}
+	return st, nil
+}
+
+// evaluate runs the evaluation pipeline and fills the eval fields of sum.
+func evaluate(ctx context.Context, c *Config, j Job, state string, o Options, sum *Summary) error {
+	files, err := beamio.Files(ctx, c.EvalInput)
+	if err != nil {
+		return fmt.Errorf("pipelines/train: eval_input %s: %w", c.EvalInput, err)
+	}
+	var preds, labels []float32
+	if o.Loop {
+		j.Threads = 1
+		w, err := NewWorker(&j, nil)
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		for _, f := range files {
+			if preds, labels, err = w.EvalFile(ctx, f, preds, labels); err != nil {
+				return err
+			}
+		}
+	} else {
+		path := filepath.Join(state, "eval")
+		if err := collect.Prepare(path); err != nil {
+			return err
+		}
+		if _, err := runners.Run(ctx, EvalPipeline(j, files, path), o.Runner); err != nil {
+			return fmt.Errorf("pipelines/train: eval: %w", err)
+		}
+		b, _, err := collect.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if preds, labels, err = readChunks(b); err != nil {
+			return err
+		}
+	}
+	if len(preds) == 0 {
+		return fmt.Errorf("pipelines/train: eval_input %s holds no rows", c.EvalInput)
+	}
+	sum.EvalExamples = int64(len(preds))
+	auc, err := metrics.AUC(preds, labels)
+	if err != nil {
+		return fmt.Errorf("pipelines/train: eval AUC: %w", err)
+	}
+	ll, err := metrics.LogLoss(preds, labels)
+	if err != nil {
+		return fmt.Errorf("pipelines/train: eval log loss: %w", err)
+	}
+	var pos float64
+	for _, y := range labels {
+		if y > 0 {
+			pos++
+		}
+	}
+	r := pos / float64(len(labels))
+	cl := -(r*math.Log(r) + (1-r)*math.Log(1-r))
+	sum.EvalAUC, sum.EvalLogLoss, sum.EvalConstLogLoss = &auc, &ll, &cl
+	return nil
+}
+
+// readPlanted copies the Bayes figures of a planted data set.
+func readPlanted(path string, sum *Summary) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("pipelines/train: planted: %w", err)
+	}
+	var p struct {
+		BayesAUC     *float64 `json:"bayes_auc"`
+		BayesLogLoss *float64 `json:"bayes_logloss"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("pipelines/train: planted %s: %w", path, err)
+	}
+	sum.BayesAUC, sum.BayesLogLoss = p.BayesAUC, p.BayesLogLoss
+	return nil
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// saver asks the PS for a checkpoint every everySteps global steps while training runs.
+type saver struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	err    error
+}
+
+func startSaver(ctx context.Context, ps *client.Client, enabled bool, everySteps int64, progress io.Writer) *saver {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &saver{cancel: cancel}
+	if !enabled || everySteps <= 0 {
+		return s
+	}
+	s.wg.Go(func() {
+		next := everySteps
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			step, err := ps.GlobalStep(ctx, 0, "")
+			if err != nil || step < next {
+				continue
+			}
+			if _, err := ps.Save(ctx); err != nil && ctx.Err() == nil {
+				s.err = fmt.Errorf("pipelines/train: checkpoint at step %d: %w", step, err)
+				return
+			}
+			if progress != nil {
+				fmt.Fprintf(progress, "train: checkpoint at global step %d\n", step)
+			}
+			for next <= step {
+				next += everySteps
+			}
+		}
+	})
+	return s
+}
+
+func (s *saver) stop() error {
+	s.cancel()
+	s.wg.Wait()
+	return s.err
+}
