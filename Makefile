@@ -2,7 +2,7 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        ?= ./...
-FUZZTIME    ?= 5s
+FUZZTIME    ?= 3s
 
 .PHONY: all build test lint proto bench fuzz inspect train
 
