@@ -38,6 +38,7 @@ import (
 	"reflect"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -111,13 +112,38 @@ func DecodeRecord(b []byte) (rec arrow.RecordBatch, err error) {
 	return rec, nil
 }
 
-// validate runs Arrow's full validation over every column.
+// validate runs Arrow's full validation over every column and, recursively, over the
+// children of nested columns (list values, struct fields, run ends and values): a corrupt
+// child buffer must fail here, not panic in a reader later.
 func validate(rec arrow.RecordBatch) error {
 	for i, col := range rec.Columns() {
-		if v, ok := col.(interface{ ValidateFull() error }); ok {
-			if err := v.ValidateFull(); err != nil {
-				return fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
+		if err := validateArray(col); err != nil {
+			return fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
+		}
+	}
+	return nil
+}
+
+func validateArray(a arrow.Array) error {
+	if v, ok := a.(interface{ ValidateFull() error }); ok {
+		if err := v.ValidateFull(); err != nil {
+			return err
+		}
+	}
+	switch x := a.(type) {
+	case array.ListLike:
+		if err := validateArray(x.ListValues()); err != nil {
+			return fmt.Errorf("list values: %w", err)
+		}
+	case *array.Struct:
+		for i := 0; i < x.NumField(); i++ {
+			if err := validateArray(x.Field(i)); err != nil {
+				return fmt.Errorf("struct field %d: %w", i, err)
 			}
+		}
+	case *array.RunEndEncoded:
+		if err := validateArray(x.Values()); err != nil {
+			return fmt.Errorf("run-end values: %w", err)
 		}
 	}
 	return nil
