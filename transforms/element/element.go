@@ -125,6 +125,11 @@ func validate(rec arrow.RecordBatch) error {
 }
 
 func validateArray(a arrow.Array) error {
+	// The IPC writer indexes every buffer the type's layout declares; a decoded array that
+	// lacks one would fail (or crash) on re-encoding.
+	if want, got := len(a.DataType().Layout().Buffers), len(a.Data().Buffers()); got < want && a.DataType().ID() != arrow.NULL {
+		return fmt.Errorf("%s array has %d buffers, its layout has %d", a.DataType(), got, want)
+	}
 	if v, ok := a.(interface{ ValidateFull() error }); ok {
 		if err := v.ValidateFull(); err != nil {
 			return err
