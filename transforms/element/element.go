@@ -39,6 +39,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -127,8 +128,19 @@ func validate(rec arrow.RecordBatch) error {
 func validateArray(a arrow.Array) error {
 	// The IPC writer indexes every buffer the type's layout declares; a decoded array that
 	// lacks one would fail (or crash) on re-encoding.
-	if want, got := len(a.DataType().Layout().Buffers), len(a.Data().Buffers()); got < want && a.DataType().ID() != arrow.NULL {
+	d := a.Data()
+	if want, got := len(a.DataType().Layout().Buffers), len(d.Buffers()); got < want && a.DataType().ID() != arrow.NULL {
 		return fmt.Errorf("%s array has %d buffers, its layout has %d", a.DataType(), got, want)
+	}
+	// Arrow's validation trusts the null count the IPC metadata states; the writer then
+	// indexes a validity bitmap that may be absent.
+	if n := d.NullN(); n < 0 || n > d.Len() {
+		return fmt.Errorf("%s array of %d values claims %d nulls", a.DataType(), d.Len(), n)
+	}
+	if d.NullN() > 0 && a.DataType().ID() != arrow.NULL && a.DataType().ID() != arrow.RUN_END_ENCODED {
+		if v := d.Buffers()[0]; v == nil || v.Len() < int(bitutil.BytesForBits(int64(d.Offset()+d.Len()))) {
+			return fmt.Errorf("%s array has %d nulls but no validity bitmap for them", a.DataType(), d.NullN())
+		}
 	}
 	if v, ok := a.(interface{ ValidateFull() error }); ok {
 		if err := v.ValidateFull(); err != nil {
