@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/io/synth"
@@ -70,7 +71,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			"Writes synthetic Monolith training data: sparse features with Zipf-distributed fids,\n"+
 			"shared features, an optional dense feature, labels and LineIds, deterministic for a seed.\n"+
 			"--feature-configs-out writes a FeatureConfigs for monolith shard, layout and validate.\n\n"+
-			plantedUsage)
+			plantedUsage+plantedDefaultsText()+"\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -149,10 +150,20 @@ against the Bayes-optimal AUC. DIR gets:
   feature_configs.pbtxt    one table "emb", slice_dims [1, layout-dim], layouts "bias" (ADDN) and "vec" (CONCAT)
   planted.json             the model and data shape, and the eval set's positive rate, bayes_auc and
                            bayes_logloss (of the true p) and lr_only_auc (of the model's linear part)
-Flags not given explicitly then default to: --type examplebatch --framing tfrecord --features 8
---shared 0 --dense 0 --tasks 1 --fids-min 1 --fids-max 1 --vocab 300 --zipf 1.05 --layout-dim 4
---rows 500000 --files 4 --batch-rows 256 (--eval-rows 50000 --eval-files 1).
-`
+Flags not given explicitly then default to:`
+
+// plantedDefaultsText lists plantedDefaults as flags, for the usage text.
+func plantedDefaultsText() string {
+	var b strings.Builder
+	for i, d := range plantedDefaults {
+		if i%6 == 0 {
+			b.WriteString("\n ")
+		}
+		fmt.Fprintf(&b, " --%s %s", d[0], d[1])
+	}
+	b.WriteString(" (--eval-rows 50000 --eval-files 1)")
+	return b.String()
+}
 
 // plantedFlags are the flags of `gen --planted`.
 type plantedFlags struct {
@@ -226,14 +237,6 @@ type plantedInfo struct {
 	LROnlyAUC        float64 `json:"lr_only_auc"`
 }
 
-// plantedSeed returns output k (1-based) of splitmix64 seeded with seed.
-func plantedSeed(seed, k uint64) uint64 {
-	x := seed + k*0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
-}
-
 // runPlanted writes a planted data set (see plantedUsage) from the data config c.
 func runPlanted(ctx context.Context, c synth.Config, dim int, pf *plantedFlags, out string, stdout io.Writer) error {
 	kind, err := synth.ParsePlantedKind(pf.kind)
@@ -247,8 +250,8 @@ func runPlanted(ctx context.Context, c synth.Config, dim int, pf *plantedFlags, 
 		return fmt.Errorf("%w: --eval-rows %d must be in [2, %d]", errUsage, pf.evalRows, maxEvalRows)
 	}
 	train, eval := c, c
-	train.Seed = plantedSeed(c.Seed, 1)
-	eval.Seed, eval.Rows, eval.Files = plantedSeed(c.Seed, 2), pf.evalRows, pf.evalFiles
+	train.Seed = mix.SplitMix(c.Seed, 1)
+	eval.Seed, eval.Rows, eval.Files = mix.SplitMix(c.Seed, 2), pf.evalRows, pf.evalFiles
 	if err := eval.Validate(); err != nil {
 		return fmt.Errorf("%w: eval set: %v", errUsage, err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/prototext"
 
-	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/pipelines/train"
 	"github.com/monolith-go/monolith/runners"
 )
@@ -95,15 +94,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		out, err := atomicfile.Create(*writeTables)
-		if err != nil {
-			return err
-		}
-		if _, err := out.Write(b); err != nil {
-			_ = out.Abort()
-			return err
-		}
-		if err := out.Commit(); err != nil {
+		if err := writeFileAtomic(*writeTables, b); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %d tables to %s\n", len(pr.Tables.GetTables()), *writeTables)

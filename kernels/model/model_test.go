@@ -45,6 +45,16 @@ func zerosLike(vs [][]float32) [][]float32 {
 	return out
 }
 
+func filledLike(vs [][]float32, v float32) [][]float32 {
+	out := zerosLike(vs)
+	for _, o := range out {
+		for i := range o {
+			o[i] = v
+		}
+	}
+	return out
+}
+
 // loss is Σ_r c_r·logit_r for fixed random c: its gradient w.r.t. the logits is c.
 func loss(t *testing.T, m *Model, b Batch, c []float32) float64 {
 	t.Helper()
@@ -82,7 +92,8 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				c[i] = float32(rng.NormFloat64())
 			}
 			loss(t, m, b, c)
-			g := Grads{In: zerosLike(b.In), Params: zerosLike(b.Params)}
+			// Backward must overwrite (the trainer reuses its buffers): start from garbage.
+			g := Grads{In: filledLike(b.In, 123), Params: filledLike(b.Params, -77)}
 			sentinel := float32(7)
 			g.In[1][0] = sentinel // an input the model does not read must be left alone
 			if err := m.Backward(c, g); err != nil {

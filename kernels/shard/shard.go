@@ -129,13 +129,16 @@ type Sharder struct {
 // the first occurrence of a fid in its (feature, shard) list.
 const firstBit = 1 << 31
 
+// MaxPS is the largest ps_num the sharder accepts.
+const MaxPS = 1 << 20
+
 // New returns a Sharder. It validates the options against the config.
 func New(cfg *featcfg.Config, opts Options) (*Sharder, error) {
 	if opts.PS == 0 {
 		opts.PS = 1
 	}
-	if opts.PS < 0 || opts.PS > 1<<20 {
-		return nil, fmt.Errorf("kernels/shard: ps_num %d out of range [1, %d]", opts.PS, 1<<20)
+	if opts.PS < 0 || opts.PS > MaxPS {
+		return nil, fmt.Errorf("kernels/shard: ps_num %d out of range [1, %d]", opts.PS, MaxPS)
 	}
 	if opts.Version < 1 || opts.Version > 5 {
 		return nil, fmt.Errorf("kernels/shard: version %d is not 1..5", opts.Version)

@@ -204,6 +204,13 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
 	defer ps.Close()
+	var loop *Worker // the plain-loop engine's one worker, for every epoch and the evaluation
+	if o.Loop {
+		if loop, err = NewWorker(&j, o.Progress); err != nil {
+			return nil, err
+		}
+		defer loop.Close()
+	}
 
 	state, err := os.MkdirTemp("", "monolith-train-")
 	if err != nil {
@@ -228,7 +235,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	for e := 1; e <= c.Epochs; e++ {
 		var st Stats
 		if o.Loop {
-			st, err = loopEpoch(ctx, &j, e, files, o.Progress)
+			st, err = loopEpoch(ctx, loop, e, files)
 		} else {
 			path := filepath.Join(state, fmt.Sprintf("epoch-%d", e))
 			st, err = runStats(ctx, TrainPipeline(j, e, files, path), path, o.Runner)
@@ -263,7 +270,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		sum.Checkpoint = c.Checkpoint.Dir
 	}
 	if c.EvalInput != "" {
-		if err := evaluate(ctx, c, j, state, o, sum); err != nil {
+		if err := evaluate(ctx, c, j, loop, state, o, sum); err != nil {
 			return nil, err
 		}
 	}
@@ -276,13 +283,8 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	return sum, nil
 }
 
-// loopEpoch trains one epoch with one Worker in this process, file after file.
-func loopEpoch(ctx context.Context, j *Job, epoch int, files []string, progress io.Writer) (Stats, error) {
-	w, err := NewWorker(j, progress)
-	if err != nil {
-		return Stats{}, err
-	}
-	defer w.Close()
+// loopEpoch trains one epoch with w in this process, file after file.
+func loopEpoch(ctx context.Context, w *Worker, epoch int, files []string) (Stats, error) {
 	for _, f := range files {
 		stopped, err := w.TrainFile(ctx, f, epoch)
 		if err != nil {
@@ -315,21 +317,15 @@ func runStats(ctx context.Context, p *beam.Pipeline, path string, ro runners.Opt
 }
 
 // evaluate runs the evaluation pipeline and fills the eval fields of sum.
-func evaluate(ctx context.Context, c *Config, j Job, state string, o Options, sum *Summary) error {
+func evaluate(ctx context.Context, c *Config, j Job, loop *Worker, state string, o Options, sum *Summary) error {
 	files, err := beamio.Files(ctx, c.EvalInput)
 	if err != nil {
 		return fmt.Errorf("pipelines/train: eval_input %s: %w", c.EvalInput, err)
 	}
 	var preds, labels []float32
-	if o.Loop {
-		j.Threads = 1
-		w, err := NewWorker(&j, nil)
-		if err != nil {
-			return err
-		}
-		defer w.Close()
+	if loop != nil {
 		for _, f := range files {
-			if preds, labels, err = w.EvalFile(ctx, f, preds, labels); err != nil {
+			if preds, labels, err = loop.EvalFile(ctx, f, preds, labels); err != nil {
 				return err
 			}
 		}

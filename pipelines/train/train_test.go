@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -171,6 +172,62 @@ func TestRetriedBatchAppliesOnce(t *testing.T) {
 		return trainTwice(t, ctx, w, rec, ps.Addrs())
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFailedStepKeepsApplyInFlight: a step that fails after its predecessor's apply
+// started must not reuse that apply's buffers; the next step and the apply both succeed.
+func TestFailedStepKeepsApplyInFlight(t *testing.T) {
+	dir := t.TempDir()
+	c := plantedData(t, dir, 1024)
+	ctx := context.Background()
+	pr, ps := localPS(t, c, 2)
+	j := pr.Job
+	j.PS, j.RunID = ps.Addrs(), "test"
+	w, err := NewWorker(&j, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	files, err := beamio.Files(ctx, c.TrainInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []arrow.RecordBatch
+	if err := beamio.ReadFile(ctx, files[0], j.Read, func(rec arrow.RecordBatch) error {
+		recs = append(recs, rec)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	if len(recs) < 3 {
+		t.Fatalf("%d batches, want 3", len(recs))
+	}
+	tr := w.trainers[0]
+	for round := range 20 { // the race window is small: try it many times
+		if err := tr.Train(ctx, recs[0], fmt.Sprintf("a%d", round)); err != nil {
+			t.Fatal(err)
+		}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := tr.Train(cancelled, recs[1], fmt.Sprintf("b%d", round)); err == nil {
+			t.Fatal("a step with a cancelled context succeeded")
+		}
+		if err := tr.Train(ctx, recs[2], fmt.Sprintf("c%d", round)); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		st, err := w.Flush()
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if st.Steps != 2 {
+			t.Fatalf("round %d: %d steps applied, want 2", round, st.Steps)
+		}
 	}
 }
 
@@ -384,13 +441,15 @@ func TestTablesConfig(t *testing.T) {
 	if segs[0].GetInitConfig().GetZeros() == nil || segs[1].GetInitConfig().GetRandomUniform() == nil {
 		t.Errorf("initializers %v", segs)
 	}
-	// A table whose features have different slice dims is rejected.
+	// A table whose features have the same width but other segments is rejected: a PS
+	// table has one segment layout.
 	fc := pr.Features.Source()
-	fc.FeatureConfigs["f_2"].SliceDims = []int32{1, 3}
+	fc.FeatureConfigs["f_2"].SliceDims = []int32{1, 2, 2}
 	cfg, err := featcfg.New(fc)
-	if err == nil {
-		if _, err = sparseTables(cfg); err == nil || !strings.Contains(err.Error(), "slice dims") {
-			t.Errorf("mixed slice dims: %v", err)
-		}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = sparseTables(cfg); err == nil || !strings.Contains(err.Error(), "slice dims") {
+		t.Errorf("mixed slice dims: %v", err)
 	}
 }

@@ -59,8 +59,10 @@ type Trainer struct {
 
 	slots [2]slot
 	cur   int
-	outs  [][]float32 // layout outputs
-	douts [][]float32 // their gradients
+	outs  [][]float32       // layout outputs
+	douts [][]float32       // their gradients
+	sizes []int             // floats of each layout output for the current batch
+	req   []klayout.Sharded // the current batch, as the layout kernel takes it
 	emb   klayout.Embedding
 	eg    klayout.Embedding
 	logit []float32
@@ -184,22 +186,13 @@ func (t *Trainer) forward(ctx context.Context, rec arrow.RecordBatch, s *slot, c
 	if err := t.lookup(ctx, s, create); err != nil {
 		return nil, err
 	}
-	// v5 embeddings: tensor k = t*P+p is the slice of table t's rows for shard p.
-	t.emb.Tensors = t.emb.Tensors[:0]
-	for ti, tb := range t.tables {
-		off := 0
-		for p := 0; p < P; p++ {
-			n := len(r.List(ti, p)) * tb.dim
-			t.emb.Tensors = append(t.emb.Tensors, s.emb[ti][off:off+n])
-			off += n
-		}
-	}
-	sizes := t.lay.OutputSizes(rows)
-	for i, n := range sizes {
+	t.emb.Tensors = t.views(t.emb.Tensors, s.emb, r)
+	t.sizes = t.lay.OutputSizes(rows)
+	for i, n := range t.sizes {
 		t.outs[i] = grow(t.outs[i], n)
 	}
-	req := []klayout.Sharded{klayout.FromShard(r)}
-	if err := t.lay.Forward(req, t.emb, t.outs); err != nil {
+	t.req = append(t.req[:0], klayout.FromShard(r))
+	if err := t.lay.Forward(t.req, t.emb, t.outs); err != nil {
 		return nil, fmt.Errorf("pipelines/train: layout: %w", err)
 	}
 	t.logit = grow(t.logit, rows)
@@ -207,6 +200,21 @@ func (t *Trainer) forward(ctx context.Context, rec arrow.RecordBatch, s *slot, c
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
 	return r, nil
+}
+
+// views cuts bufs (by table: the rows of every shard's list, in shard order) into the v5
+// tensors k = t*P+p of r, appended to dst[:0].
+func (t *Trainer) views(dst, bufs [][]float32, r *kshard.Result) [][]float32 {
+	dst = dst[:0]
+	for ti := range t.tables {
+		off := 0
+		for p := 0; p < r.PS; p++ {
+			n := int(r.EmbSize[ti*r.PS+p])
+			dst = append(dst, bufs[ti][off:off+n])
+			off += n
+		}
+	}
+	return dst
 }
 
 // lookup fetches every sparse table's rows and every dense parameter, concurrently.
@@ -250,8 +258,8 @@ func (t *Trainer) Train(ctx context.Context, rec arrow.RecordBatch, id string) e
 	if err != nil {
 		return err
 	}
+	// The slot at cur is free: the apply in flight, if any, reads the other one.
 	s := &t.slots[t.cur]
-	t.cur ^= 1
 	r, err := t.forward(ctx, rec, s, true)
 	if err != nil {
 		return err
@@ -261,27 +269,22 @@ func (t *Trainer) Train(ctx context.Context, rec arrow.RecordBatch, id string) e
 	if s.loss, err = model.SigmoidXent(t.logit[:rows], labels, nil, t.dlog); err != nil {
 		return fmt.Errorf("pipelines/train: %w", err)
 	}
-	sizes := t.lay.OutputSizes(rows)
-	for i, n := range sizes {
+	for i, n := range t.sizes {
 		if len(t.douts[i]) != n {
 			t.douts[i] = grow(t.douts[i], n)
-			clear(t.douts[i]) // outputs the model does not read keep a zero gradient
+			if !t.model.Reads(i) {
+				clear(t.douts[i]) // outputs the model does not read have a zero gradient
+			}
 		}
 	}
 	if err := t.model.Backward(t.dlog, model.Grads{In: t.douts, Params: s.dgrad}); err != nil {
 		return fmt.Errorf("pipelines/train: %w", err)
 	}
-	t.eg.Tensors = t.eg.Tensors[:0]
 	for ti, tb := range t.tables {
 		s.grad[ti] = grow(s.grad[ti], len(s.fids[ti])*tb.dim)
-		off := 0
-		for p := 0; p < r.PS; p++ {
-			n := len(r.List(ti, p)) * tb.dim
-			t.eg.Tensors = append(t.eg.Tensors, s.grad[ti][off:off+n])
-			off += n
-		}
 	}
-	if err := t.lay.Backward([]klayout.Sharded{klayout.FromShard(r)}, t.douts, t.eg); err != nil {
+	t.eg.Tensors = t.views(t.eg.Tensors, s.grad, r)
+	if err := t.lay.Backward(t.req, t.douts, t.eg); err != nil {
 		return fmt.Errorf("pipelines/train: layout gradient: %w", err)
 	}
 	// At most one apply in flight: collect the previous one before starting this one.
@@ -291,6 +294,7 @@ func (t *Trainer) Train(ctx context.Context, rec arrow.RecordBatch, id string) e
 	s.id = id
 	done := make(chan applyDone, 1)
 	t.pending = done
+	t.cur ^= 1 // the apply owns s until it is collected
 	// The apply outlives this call (and the element's context): it is collected by the next
 	// Train or by Flush; the client's call timeouts bound it.
 	actx := context.WithoutCancel(ctx)

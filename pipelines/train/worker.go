@@ -159,25 +159,6 @@ func (w *Worker) TrainFile(ctx context.Context, file string, epoch int) (stopped
 	fh := fileHash(file)
 	i := 0
 	errStopRead := errors.New("stop")
-	if len(w.trainers) == 1 {
-		t := w.trainers[0]
-		err := beamio.ReadFile(ctx, file, w.job.Read, func(rec arrow.RecordBatch) error {
-			defer rec.Release()
-			err := t.Train(ctx, rec, batchID(w.job.RunID, epoch, fh, i))
-			i++
-			if errors.Is(err, errStop) {
-				return errStopRead
-			}
-			return err
-		})
-		switch {
-		case errors.Is(err, errStopRead):
-			return true, nil
-		case err != nil:
-			return false, fmt.Errorf("pipelines/train: %s: %w", file, err)
-		}
-		return false, nil
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ch := make(chan item, len(w.trainers))
@@ -187,6 +168,10 @@ func (w *Worker) TrainFile(ctx context.Context, file string, epoch int) (stopped
 	for _, t := range w.trainers {
 		wg.Go(func() {
 			for it := range ch {
+				if ctx.Err() != nil { // stopped or failed: drain the queue without training
+					it.rec.Release()
+					continue
+				}
 				err := t.Train(ctx, it.rec, it.id)
 				it.rec.Release()
 				switch {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/kernels/featcfg"
+	kshard "github.com/monolith-go/monolith/kernels/shard"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
 
@@ -60,8 +61,8 @@ func (k *Kernels) Normalize() error {
 	if k.Version == 0 {
 		k.Version = 5
 	}
-	if k.PS < 0 {
-		return fmt.Errorf("%w: ps_num %d is negative", ErrConfig, k.PS)
+	if k.PS < 0 || k.PS > kshard.MaxPS {
+		return fmt.Errorf("%w: ps_num %d out of range [1, %d]", ErrConfig, k.PS, kshard.MaxPS)
 	}
 	if k.Version < 1 || k.Version > 5 {
 		return fmt.Errorf("%w: version %d is not 1..5", ErrConfig, k.Version)
@@ -81,6 +82,9 @@ func (k *Kernels) Build() (*featcfg.Config, error) {
 	cfg, err := featcfg.New(fc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if len(cfg.Tables) == 0 {
+		return nil, fmt.Errorf("%w: the FeatureConfigs has no features", ErrConfig)
 	}
 	return cfg, nil
 }

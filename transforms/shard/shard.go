@@ -37,10 +37,8 @@ func init() {
 // *element.Sharded. Panics at pipeline construction if k is invalid.
 func Shard(s beam.Scope, col beam.PCollection, k config.Kernels) beam.PCollection {
 	s = s.Scope("shard.Shard")
-	// Build the sharder as Setup will, so that what only kshard.New checks (the PS
-	// count's upper bound, a config without features) also fails here, not on a worker.
-	if err := new(Batcher).Init(k); err != nil {
-		panic(err)
+	if _, err := k.Build(); err != nil {
+		panic(fmt.Errorf("shard.Shard: %w", err))
 	}
 	return beam.ParDo(s, &shardFn{Kernels: k}, col)
 }
