@@ -187,8 +187,15 @@ func expand(ctx context.Context, specs []string) ([]string, error) {
 	return files, nil
 }
 
+// logger is the commands' text logger on stderr: debug and up when verbose, warnings and
+// up otherwise (loggerAt for another quiet level).
 func logger(stderr io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
+	return loggerAt(stderr, verbose, slog.LevelWarn)
+}
+
+// loggerAt is logger with quiet as the level when not verbose.
+func loggerAt(stderr io.Writer, verbose bool, quiet slog.Level) *slog.Logger {
+	level := quiet
 	if verbose {
 		level = slog.LevelDebug
 	}

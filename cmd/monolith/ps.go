@@ -44,11 +44,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if *tablesFile == "" {
 		return fmt.Errorf("%w: ps needs --tables", errUsage)
 	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := loggerAt(stderr, *verbose, slog.LevelInfo)
 
 	cfg, err := table.LoadTablesConfig(*tablesFile)
 	if err != nil {
@@ -60,10 +56,10 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		MaxFidsPerRequest: *maxFids, MaxMessageBytes: *maxMsg, MemLimitBytes: *memLimit,
 		DedupWindow: *dedupWindow, Seed: *seed, Logger: log,
 	}
-	if err := opts.Validate(); err != nil {
+	srv, err := server.New(opts) // validates opts
+	if errors.Is(err, server.ErrInvalidOptions) {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	srv, err := server.New(opts)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/monolith-go/monolith/internal/zktest"
+	"github.com/monolith-go/monolith/ps/table"
+	"github.com/monolith-go/monolith/schemas/pspb"
 )
 
 var psTables = filepath.Join("..", "..", "testdata", "ps_tables.pbtxt")
@@ -153,15 +155,41 @@ func TestPSCommands(t *testing.T) {
 	if ap.NumUpdated != 1 {
 		t.Fatalf("apply with rates: %+v", ap)
 	}
+	// fid 3 now holds what an in-process table gives for the same two applies: the SGD
+	// segment 0 − 0.1×3 − 1×1 = −1.3, the FTRL bias its closed form at rate 0.05.
+	var three lookupOut
+	psClient(t, &three, "lookup", "--ps", ps, "--table", "item", "--dim", "4", "--fids", "3")
+	if want := refItem3(t); len(three.Rows) != 1 || !slices.Equal(three.Rows[0].Embedding, want) {
+		t.Fatalf("fid 3 after the applies with rates: %+v, want %v", three.Rows, want)
+	}
+	if got := three.Rows[0].Embedding[1:]; !slices.Equal(got, []float32{-1.3, -1.3, -1.3}) {
+		t.Fatalf("fid 3 vector segment %v, want -1.3s", got)
+	}
 	// "user": occurrence threshold 2, so a fid seen once is not created.
 	psClient(t, &ap, "apply", "--ps", ps, "--table", "user", "--fids", "77", "--grads", "1,1,1,1,1,1,1,1")
 	if ap != (applyOut{NumNotFound: 1}) {
 		t.Fatalf("apply below the threshold: %+v", ap)
 	}
+	// Creating lookups count per position: occurrences 1 and 2 of fid 5 stay below the
+	// threshold (absent, zeros), the third is admitted and creates it.
 	var created lookupOut
 	psClient(t, &created, "lookup", "--ps", ps, "--table", "user", "--dim", "8", "--fids", "5,5,5", "--create")
-	if created.NumFound+created.NumInitialized > 3 {
-		t.Fatalf("create lookup: %+v", created)
+	if created.NumFound != 0 || created.NumInitialized != 1 || len(created.Rows) != 3 ||
+		created.Rows[0].Found || created.Rows[1].Found || !created.Rows[2].Found {
+		t.Fatalf("create lookup: %+v, want 0 found, 1 initialized, only the third present", created)
+	}
+	zeros := make([]float32, 8)
+	if !slices.Equal(created.Rows[0].Embedding, zeros) || !slices.Equal(created.Rows[1].Embedding, zeros) {
+		t.Fatalf("create lookup: absent positions %v %v, want zeros", created.Rows[0].Embedding, created.Rows[1].Embedding)
+	}
+	init5 := created.Rows[2].Embedding
+	if len(init5) != 8 || slices.Equal(init5, zeros) || slices.ContainsFunc(init5, func(v float32) bool { return v < -0.01 || v > 0.01 }) {
+		t.Fatalf("create lookup: fid 5 initialized to %v, want random_uniform values in [-0.01, 0.01]", init5)
+	}
+	var again lookupOut
+	psClient(t, &again, "lookup", "--ps", ps, "--table", "user", "--dim", "8", "--fids", "5", "--create")
+	if again.NumFound != 1 || again.NumInitialized != 0 || !slices.Equal(again.Rows[0].Embedding, init5) {
+		t.Fatalf("lookup after the creation: %+v, want fid 5 found with %v", again, init5)
 	}
 
 	var stats struct {
@@ -271,6 +299,37 @@ func TestPSCommands(t *testing.T) {
 			t.Fatalf("fid %d: %v before the restart, %v after", before.Rows[i].Fid, before.Rows[i].Embedding, after.Rows[i].Embedding)
 		}
 	}
+}
+
+// refItem3 is fid 3 of the "item" table after TestPSCommands' two applies to it, computed
+// in process.
+func refItem3(t *testing.T) []float32 {
+	t.Helper()
+	cfg, err := table.LoadTablesConfig(psTables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec *pspb.TableSpec
+	for _, s := range cfg.GetTables() {
+		if s.GetName() == "item" {
+			spec = s
+		}
+	}
+	tb, err := table.FromSpec(spec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Apply([]int64{3}, []float32{3, 3, 3, 3}, nil, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Apply([]int64{3}, []float32{0, 1, 1, 1}, []float32{0.05, 1}, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, 4)
+	if n, err := tb.Lookup([]int64{3}, out, nil); err != nil || n != 1 {
+		t.Fatalf("reference lookup: %d, %v", n, err)
+	}
+	return out
 }
 
 func TestPSUsageErrors(t *testing.T) {

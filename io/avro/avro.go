@@ -8,6 +8,7 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/monolith-go/monolith/io/internal/ocf"
 	"github.com/monolith-go/monolith/schemas/avsc"
 )
 
@@ -16,16 +17,16 @@ type Compression string
 
 // Block codecs. Frozen: these are the Avro spec's names.
 const (
-	CompressionNull    Compression = "null"
-	CompressionDeflate Compression = "deflate" // the default
-	CompressionSnappy  Compression = "snappy"
+	CompressionNull    Compression = ocf.Null
+	CompressionDeflate Compression = ocf.Deflate // the default
+	CompressionSnappy  Compression = ocf.Snappy
 )
 
 const (
 	// DefaultBlockSize is the approximate uncompressed size at which the Writer ends a block.
 	DefaultBlockSize = 1 << 20
 	// MaxBlockSize is the largest block the Reader accepts, compressed or uncompressed.
-	MaxBlockSize = 1 << 30
+	MaxBlockSize = ocf.MaxBlockSize
 	// minRowSize is the encoded size of the smallest Row: nine one-byte fields.
 	minRowSize = 9
 )

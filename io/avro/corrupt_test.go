@@ -43,8 +43,10 @@ func TestTruncation(t *testing.T) {
 		clean := 0
 		for cut := range len(data) {
 			got, err := readAll(mem, data[:cut])
+			rows := int64(0) // the Avro records of the batches read
 			for i, g := range got {
 				batchtest.SameBatch(t, i, g, recs[i])
+				rows += max(g.NumRows(), 1) // a batch without rows is one record
 			}
 			batchtest.ReleaseAll(got)
 			if err == nil {
@@ -57,6 +59,11 @@ func TestTruncation(t *testing.T) {
 			var ce *CorruptError
 			if !errors.As(err, &ce) {
 				t.Fatalf("%s: cut at %d: %v is not a *CorruptError", c, cut, err)
+			}
+			// The error is about the header or a record of the batch being read: one after
+			// the records of the batches read.
+			if ce.Batch != len(got) || ce.Record >= 0 && ce.Record < rows || ce.Record < -1 || ce.Record == -1 && cut > 0 && len(got) > 0 {
+				t.Fatalf("%s: cut at %d after %d batches (%d rows): error at batch %d, record %d: %v", c, cut, len(got), rows, ce.Batch, ce.Record, err)
 			}
 		}
 		if clean > len(recs)+1 {

@@ -25,11 +25,10 @@ var ocfConfig = ocf.Config{
 
 // Reader reads record batches from an Avro object container file.
 type Reader struct {
-	ocf    *ocf.Reader
-	mem    memory.Allocator
-	record int64 // index of the next row
-	batch  int   // index of the next batch
-	err    error // sticky
+	ocf   *ocf.Reader // counts the rows read (Items)
+	mem   memory.Allocator
+	batch int   // index of the next batch
+	err   error // sticky
 }
 
 // NewReader reads and checks the file header. Records are allocated from mem.
@@ -72,7 +71,7 @@ func (r *Reader) Read() (arrow.RecordBatch, error) {
 }
 
 func (r *Reader) read() (arrow.RecordBatch, error) {
-	first := r.record
+	first := r.ocf.Items()
 	rows, err := batch.CollectRows(r.next)
 	if err != nil {
 		return nil, r.rowsError(err)
@@ -104,7 +103,6 @@ func (r *Reader) next() (batch.Row, error) {
 	if err != nil {
 		return batch.Row{}, r.corrupt(err)
 	}
-	r.record++
 	return row, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/monolith-go/monolith/io/internal/ocf"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
@@ -29,16 +30,14 @@ func NewWriter(w io.Writer, opts ...Option) (*Writer, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	switch cfg.compression {
-	case CompressionNull, CompressionDeflate, CompressionSnappy:
-	default:
+	if !ocf.KnownCodec(string(cfg.compression)) {
 		return nil, fmt.Errorf("%sunknown compression %q (want null, deflate or snappy)", errPrefix, cfg.compression)
 	}
 	codec, err := rowCodec()
 	if err != nil {
 		return nil, err
 	}
-	ocf, err := goavro.NewOCFWriter(goavro.OCFConfig{
+	ow, err := goavro.NewOCFWriter(goavro.OCFConfig{
 		W:               struct{ io.Writer }{w},
 		Codec:           codec,
 		CompressionName: string(cfg.compression),
@@ -46,7 +45,7 @@ func NewWriter(w io.Writer, opts ...Option) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%swrite header: %w", errPrefix, err)
 	}
-	return &Writer{ocf: ocf, blockSize: max(cfg.blockSize, 1)}, nil
+	return &Writer{ocf: ow, blockSize: max(cfg.blockSize, 1)}, nil
 }
 
 // Write appends the rows of rec. It does not retain rec. Rows are buffered until a block is

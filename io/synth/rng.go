@@ -3,6 +3,8 @@ package synth
 import (
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/monolith-go/monolith/internal/mix"
 )
 
 // rng is the generator's random stream: a math/rand/v2 PCG used directly, with its own
@@ -21,7 +23,7 @@ const (
 // newRNG returns the stream of one file.
 func newRNG(seed uint64, file int, stream uint64) *rng {
 	r := &rng{}
-	r.p.Seed(mix64(seed^stream*0x9e3779b97f4a7c15), mix64(uint64(file)*0xbf58476d1ce4e5b9+stream))
+	r.p.Seed(mix.Mix64(seed^stream*0x9e3779b97f4a7c15), mix.Mix64(uint64(file)*0xbf58476d1ce4e5b9+stream))
 	return r
 }
 
@@ -46,12 +48,6 @@ func (r *rng) float64() float64 { return float64(r.p.Uint64()>>11) * 0x1p-53 }
 // float32 returns a uniform value in [0, 1) with 24 random bits.
 func (r *rng) float32() float32 { return float32(r.p.Uint64()>>40) * 0x1p-24 }
 
-// mix64 is the splitmix64 finalizer, a bijection on uint64.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+// mix64 is mix.Mix64, the splitmix64 finalizer, under the name the generator's other
+// files use.
+func mix64(x uint64) uint64 { return mix.Mix64(x) }

@@ -25,9 +25,11 @@
 // Restore checks the manifest, then each file's size, CRC-32C and entry count while it
 // loads it into fresh tables. Any mismatch, missing file, truncated or corrupt record is an
 // error naming the file and record; the caller discards the half-filled tables and the
-// checkpoint on disk is left untouched, so an earlier checkpoint stays usable. ReadTable
-// streams one table's entries with the same checks, for tools that read a checkpoint
-// without loading it into tables (io/tableexport).
+// checkpoint on disk is left untouched, so an earlier checkpoint stays usable.
+// RestoreShard also checks, before reading any table, that the manifest names the shard
+// restoring it. ReadTable streams one table's entries with the same checks, and
+// ReadTableRecords its raw records, for tools that read a checkpoint without loading it
+// into tables (io/tableexport).
 package checkpoint
 
 import (
@@ -59,11 +61,19 @@ import (
 // FormatVersion is the manifest format this package writes and reads.
 const FormatVersion = 1
 
+// The files of a checkpoint directory. Frozen.
 const (
-	manifestName = "MANIFEST.json"
-	latestName   = "LATEST"
-	dirPrefix    = "ckpt-"
-	tmpPrefix    = ".tmp-ckpt-"
+	// ManifestName is the manifest of a checkpoint folder, written last: a folder holding
+	// it is a complete checkpoint (IsCheckpoint).
+	ManifestName = "MANIFEST.json"
+	// LatestName is the file of a checkpoint directory naming its newest checkpoint
+	// (Latest).
+	LatestName = "LATEST"
+)
+
+const (
+	dirPrefix = "ckpt-"
+	tmpPrefix = ".tmp-ckpt-"
 )
 
 // ErrNoCheckpoint means a directory holds no complete checkpoint.
@@ -71,6 +81,10 @@ var ErrNoCheckpoint = errors.New("ps/checkpoint: no checkpoint")
 
 // ErrCorrupt wraps every restore failure caused by the files themselves.
 var ErrCorrupt = errors.New("ps/checkpoint: corrupt or partial checkpoint")
+
+// ErrWrongShard means a checkpoint is of another shard than the one restoring it
+// (RestoreShard).
+var ErrWrongShard = errors.New("ps/checkpoint: checkpoint of another shard")
 
 // Meta identifies a checkpoint.
 type Meta struct {
@@ -106,8 +120,15 @@ func seqOf(name string) (uint64, bool) {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
+// SafeName returns name with every run of characters other than ASCII letters, digits,
+// '_', '.' and '-' replaced by one '_': the table part of the checkpoint's file names.
+// Distinct names can map to one (SafeName("a/b") == SafeName("a_b")).
+func SafeName(name string) string {
+	return unsafeChars.ReplaceAllString(name, "_")
+}
+
 func fileBase(i int, name string) string {
-	return fmt.Sprintf("t%03d-%s", i, unsafeChars.ReplaceAllString(name, "_"))
+	return fmt.Sprintf("t%03d-%s", i, SafeName(name))
 }
 
 // Save writes a checkpoint of tables into a new folder of dir (created if missing) and
@@ -136,7 +157,7 @@ func Save(ctx context.Context, dir string, meta Meta, tables []*table.Table) (Re
 	if err := atomicfile.SyncDir(dir); err != nil {
 		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
-	lf, err := atomicfile.Create(filepath.Join(dir, latestName))
+	lf, err := atomicfile.Create(filepath.Join(dir, LatestName))
 	if err != nil {
 		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
@@ -210,7 +231,7 @@ func write(ctx context.Context, tmp string, meta Meta, tables []*table.Table) (R
 	if err != nil {
 		return res, err
 	}
-	if _, _, err := writeFile(filepath.Join(tmp, manifestName), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+	if _, _, err := writeFile(filepath.Join(tmp, ManifestName), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return res, err
 	}
 	return res, atomicfile.SyncDir(tmp)
@@ -252,7 +273,7 @@ func records(fn func(*tfrecord.Writer) error) func(io.Writer) error {
 // Latest returns the path of the checkpoint LATEST names in dir, or an error wrapping
 // ErrNoCheckpoint when there is none.
 func Latest(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, latestName))
+	b, err := os.ReadFile(filepath.Join(dir, LatestName))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
 	}
@@ -261,9 +282,17 @@ func Latest(dir string) (string, error) {
 	}
 	name := strings.TrimSpace(string(b))
 	if _, ok := seqOf(name); !ok {
-		return "", fmt.Errorf("%w: %s names %q, not a checkpoint folder", ErrCorrupt, filepath.Join(dir, latestName), name)
+		return "", fmt.Errorf("%w: %s names %q, not a checkpoint folder", ErrCorrupt, filepath.Join(dir, LatestName), name)
 	}
 	return filepath.Join(dir, name), nil
+}
+
+// IsCheckpoint reports whether dir is a complete checkpoint folder: one holding its
+// manifest (ManifestName), which Save writes last. The manifest is not read; ReadManifest
+// reads and checks it.
+func IsCheckpoint(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ManifestName))
+	return err == nil
 }
 
 // lastSeq is the highest sequence number of the checkpoint folders of dir (0 if none).
@@ -297,10 +326,8 @@ func List(dir string) ([]string, error) {
 	}
 	var cks []ck
 	for _, e := range ents {
-		if n, ok := seqOf(e.Name()); ok && e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), manifestName)); err == nil {
-				cks = append(cks, ck{n, filepath.Join(dir, e.Name())})
-			}
+		if n, ok := seqOf(e.Name()); ok && e.IsDir() && IsCheckpoint(filepath.Join(dir, e.Name())) {
+			cks = append(cks, ck{n, filepath.Join(dir, e.Name())})
 		}
 	}
 	sort.Slice(cks, func(i, j int) bool { return cks[i].seq < cks[j].seq })
@@ -343,25 +370,37 @@ func Prune(dir string, keep int) error {
 
 // ReadManifest reads and checks the manifest of the checkpoint at path.
 func ReadManifest(path string) (*pspb.CheckpointManifest, error) {
-	b, err := os.ReadFile(filepath.Join(path, manifestName))
+	b, err := os.ReadFile(filepath.Join(path, ManifestName))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 	}
 	m := &pspb.CheckpointManifest{}
 	if err := protojson.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, filepath.Join(path, manifestName), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, filepath.Join(path, ManifestName), err)
 	}
 	if m.GetFormatVersion() != FormatVersion {
-		return nil, fmt.Errorf("%w: %s: format_version %d, this build reads %d", ErrCorrupt, filepath.Join(path, manifestName), m.GetFormatVersion(), FormatVersion)
+		return nil, fmt.Errorf("%w: %s: format_version %d, this build reads %d", ErrCorrupt, filepath.Join(path, ManifestName), m.GetFormatVersion(), FormatVersion)
 	}
 	for _, ct := range m.GetTables() {
-		for _, f := range []string{ct.GetFile(), ct.GetFilterFile()} {
-			if f != "" && (filepath.Base(f) != f || strings.HasPrefix(f, ".")) {
-				return nil, fmt.Errorf("%w: %s: table %q names file %q outside the checkpoint", ErrCorrupt, path, ct.GetName(), f)
+		if err := checkFileName(path, ct, ct.GetFile()); err != nil {
+			return nil, err
+		}
+		if f := ct.GetFilterFile(); f != "" {
+			if err := checkFileName(path, ct, f); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return m, nil
+}
+
+// checkFileName rejects f, a file of table ct of the checkpoint at path, unless it is a
+// plain file name inside the checkpoint folder.
+func checkFileName(path string, ct *pspb.CheckpointTable, f string) error {
+	if f == "" || filepath.Base(f) != f || strings.HasPrefix(f, ".") {
+		return fmt.Errorf("%w: %s: table %q names file %q outside the checkpoint", ErrCorrupt, path, ct.GetName(), f)
+	}
+	return nil
 }
 
 // Restore loads the checkpoint at path into tables, which should be freshly built from
@@ -369,32 +408,62 @@ func ReadManifest(path string) (*pspb.CheckpointManifest, error) {
 // (restoring into a configuration without it would drop its entries silently); a given
 // table the checkpoint does not hold stays empty, as when a table is added to a running
 // model (Monolith warns and goes on the same way; compare the manifest's tables to log
-// it). On error the tables are half filled and must be discarded.
+// it). The manifest and the tables' names and dims are checked before any table is read.
+// On error the tables may be half filled and must be discarded.
 func Restore(ctx context.Context, path string, tables []*table.Table) (*pspb.CheckpointManifest, error) {
 	m, err := ReadManifest(path)
 	if err != nil {
 		return nil, err
 	}
+	if err := restore(ctx, path, m, tables); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// RestoreShard is Restore for shard shard of numShards of a parameter server: a
+// checkpoint whose manifest names another shard or shard count is an error wrapping
+// ErrWrongShard, found before any table is read, so tables stay untouched.
+func RestoreShard(ctx context.Context, path string, tables []*table.Table, shard, numShards int) (*pspb.CheckpointManifest, error) {
+	m, err := ReadManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	if int(m.GetShard()) != shard || int(m.GetNumShards()) != numShards {
+		return nil, fmt.Errorf("%w: %s is shard %d of %d, want shard %d of %d",
+			ErrWrongShard, path, m.GetShard(), m.GetNumShards(), shard, numShards)
+	}
+	if err := restore(ctx, path, m, tables); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// restore checks tables against the manifest m of the checkpoint at path, then loads
+// every table of m.
+func restore(ctx context.Context, path string, m *pspb.CheckpointManifest, tables []*table.Table) error {
 	byName := map[string]*table.Table{}
 	for _, t := range tables {
 		if byName[t.Name()] != nil {
-			return nil, fmt.Errorf("ps/checkpoint: restore %s: table %q given twice", path, t.Name())
+			return fmt.Errorf("ps/checkpoint: restore %s: table %q given twice", path, t.Name())
 		}
 		byName[t.Name()] = t
 	}
 	for _, ct := range m.GetTables() {
 		t := byName[ct.GetName()]
 		if t == nil {
-			return nil, fmt.Errorf("%w: %s holds table %q, which the configuration does not have", ErrCorrupt, path, ct.GetName())
+			return fmt.Errorf("%w: %s holds table %q, which the configuration does not have", ErrCorrupt, path, ct.GetName())
 		}
 		if int(ct.GetDim()) != t.Dim() {
-			return nil, fmt.Errorf("%w: %s: table %q has dim %d, the configuration says %d", ErrCorrupt, path, ct.GetName(), ct.GetDim(), t.Dim())
-		}
-		if err := restoreTable(ctx, path, ct, t); err != nil {
-			return nil, err
+			return fmt.Errorf("%w: %s: table %q has dim %d, the configuration says %d", ErrCorrupt, path, ct.GetName(), ct.GetDim(), t.Dim())
 		}
 	}
-	return m, nil
+	for _, ct := range m.GetTables() {
+		if err := restoreTable(ctx, path, ct, byName[ct.GetName()]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func restoreTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, t *table.Table) error {
@@ -425,12 +494,31 @@ func restoreTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, t *
 // error returned by fn or by ctx ends the read and is returned wrapped with the same
 // position, without ErrCorrupt.
 func ReadTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn func(*hashtablepb.EntryDump) error) error {
-	if f := ct.GetFile(); f == "" || filepath.Base(f) != f || strings.HasPrefix(f, ".") {
-		return fmt.Errorf("%w: %s: table %q names file %q outside the checkpoint", ErrCorrupt, dir, ct.GetName(), f)
+	return sortErrors(ctx, dir, ct, func(mark func(error) error) error {
+		return readTable(ctx, dir, ct, func(d *hashtablepb.EntryDump) error { return mark(fn(d)) })
+	})
+}
+
+// ReadTableRecords is ReadTable without parsing: fn gets every record of the table's
+// entries file as it is, the wire encoding of one hashtablepb.EntryDump, for a caller that
+// copies entries without looking into them. The file's size, CRC-32C, record framing and
+// number of records are checked as ReadTable checks them, and errors are the same; only
+// the records' contents are not. rec is valid until fn returns.
+func ReadTableRecords(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn func(rec []byte) error) error {
+	return sortErrors(ctx, dir, ct, func(mark func(error) error) error {
+		return readRecords(ctx, dir, ct, func(rec []byte) error { return mark(fn(rec)) })
+	})
+}
+
+// sortErrors checks ct's file name, runs read, which reads the file and passes the
+// errors of the caller's function through mark, and sorts its error: one of the caller's
+// function or of ctx is returned without ErrCorrupt, any other wraps ErrCorrupt.
+func sortErrors(ctx context.Context, dir string, ct *pspb.CheckpointTable, read func(mark func(error) error) error) error {
+	if err := checkFileName(dir, ct, ct.GetFile()); err != nil {
+		return err
 	}
 	var byFn bool
-	err := readTable(ctx, dir, ct, func(d *hashtablepb.EntryDump) error {
-		err := fn(d)
+	err := read(func(err error) error {
 		byFn = err != nil
 		return err
 	})
@@ -444,11 +532,21 @@ func ReadTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn fun
 	}
 }
 
-// readTable feeds the entries of ct's file to fn and checks the file's size, CRC-32C and
-// entry count against ct. Errors name the file and, inside it, the record.
+// readTable feeds the entries of ct's file, parsed, to fn, with the checks of readRecords.
 func readTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn func(*hashtablepb.EntryDump) error) error {
-	var n uint64
 	d := &hashtablepb.EntryDump{}
+	return readRecords(ctx, dir, ct, func(rec []byte) error {
+		if err := proto.Unmarshal(rec, d); err != nil {
+			return err
+		}
+		return fn(d)
+	})
+}
+
+// readRecords feeds the records of ct's file to fn and checks the file's size, CRC-32C
+// and entry count against ct. Errors name the file and, inside it, the record.
+func readRecords(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn func([]byte) error) error {
+	var n uint64
 	err := readFile(dir, ct.GetFile(), ct.GetBytes(), ct.GetCrc32C(), func(r *tfrecord.Reader) error {
 		for {
 			rec, err := r.Next()
@@ -463,10 +561,7 @@ func readTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn fun
 					return err
 				}
 			}
-			if err := proto.Unmarshal(rec, d); err != nil {
-				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
-			}
-			if err := fn(d); err != nil {
+			if err := fn(rec); err != nil {
 				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
 			}
 			n++

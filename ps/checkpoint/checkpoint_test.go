@@ -184,16 +184,16 @@ func TestRestoreRejectsDamage(t *testing.T) {
 		damage func(t *testing.T, path string)
 		want   string
 	}{
-		{"missing manifest", func(t *testing.T, p string) { rm(t, filepath.Join(p, manifestName)) }, manifestName},
+		{"missing manifest", func(t *testing.T, p string) { rm(t, filepath.Join(p, ManifestName)) }, ManifestName},
 		{"missing entries file", func(t *testing.T, p string) { rm(t, glob(t, p, "*user.entries")) }, "user.entries"},
 		{"truncated entries", func(t *testing.T, p string) { truncate(t, glob(t, p, "*user.entries"), 0.5) }, "user.entries"},
 		{"truncated at a record boundary", func(t *testing.T, p string) { truncate(t, glob(t, p, "*item_v2.entries"), 0) }, "item_v2.entries"},
 		{"flipped byte", func(t *testing.T, p string) { flip(t, glob(t, p, "*user.entries")) }, "user.entries"},
 		{"flipped filter byte", func(t *testing.T, p string) { flip(t, glob(t, p, "*user.filter")) }, "user.filter"},
-		{"bad manifest", func(t *testing.T, p string) { writeText(t, filepath.Join(p, manifestName), "{") }, manifestName},
+		{"bad manifest", func(t *testing.T, p string) { writeText(t, filepath.Join(p, ManifestName), "{") }, ManifestName},
 		{"file outside", func(t *testing.T, p string) {
-			b, _ := os.ReadFile(filepath.Join(p, manifestName))
-			writeText(t, filepath.Join(p, manifestName), strings.Replace(string(b), `"t000-user.entries"`, `"../x"`, 1))
+			b, _ := os.ReadFile(filepath.Join(p, ManifestName))
+			writeText(t, filepath.Join(p, ManifestName), strings.Replace(string(b), `"t000-user.entries"`, `"../x"`, 1))
 		}, "outside"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,6 +249,101 @@ func TestRestoreRejectsConfigMismatch(t *testing.T) {
 	}
 	if _, err := Restore(context.Background(), res.Path, append(build(t), added)); err != nil || added.Size() != 0 {
 		t.Errorf("restore with an added table: %v (size %d)", err, added.Size())
+	}
+}
+
+// TestRestoreChecksConfigFirst: a table of the wrong dim is found before any table is
+// read, so no table is filled.
+func TestRestoreChecksConfigFirst(t *testing.T) {
+	src := build(t)
+	train(t, src, 1, 100)
+	res, err := Save(context.Background(), t.TempDir(), Meta{Step: 1}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &hashtablepb.EmbeddingHashTableConfig{}
+	if err := prototext.Unmarshal([]byte(userCfg), c); err != nil {
+		t.Fatal(err)
+	}
+	wrongDim, err := table.New(table.Options{Name: "item/v2", Config: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := []*table.Table{build(t)[0], wrongDim}
+	if _, err := Restore(context.Background(), res.Path, dst); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "dim") {
+		t.Fatalf("restore into a table of another dim: %v", err)
+	}
+	if dst[0].Size() != 0 {
+		t.Errorf("table %q was filled (%d entries) before the dim mismatch was found", dst[0].Name(), dst[0].Size())
+	}
+}
+
+// TestRestoreShard: RestoreShard restores the checkpoint of its shard, and refuses one of
+// another shard or shard count before reading any table.
+func TestRestoreShard(t *testing.T) {
+	ctx := context.Background()
+	src := build(t)
+	train(t, src, 1, 1000)
+	res, err := Save(ctx, t.TempDir(), Meta{Step: 4, Shard: 1, NumShards: 3}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := build(t)
+	m, err := RestoreShard(ctx, res.Path, dst, 1, 3)
+	if err != nil || m.GetStep() != 4 || m.GetShard() != 1 || m.GetNumShards() != 3 {
+		t.Fatalf("RestoreShard of its own shard = %v, %v", m, err)
+	}
+	sameValues(t, "restored", values(t, src, 500), values(t, dst, 500))
+
+	flip(t, glob(t, res.Path, "*user.entries")) // never read: the shard check comes first
+	for _, want := range [][2]int{{0, 3}, {1, 2}, {1, 0}} {
+		dst := build(t)
+		m, err := RestoreShard(ctx, res.Path, dst, want[0], want[1])
+		if !errors.Is(err, ErrWrongShard) || errors.Is(err, ErrCorrupt) || m != nil ||
+			!strings.Contains(err.Error(), fmt.Sprintf("is shard 1 of 3, want shard %d of %d", want[0], want[1])) {
+			t.Errorf("RestoreShard(%d of %d) = %v, want ErrWrongShard", want[0], want[1], err)
+		}
+		for _, tb := range dst {
+			if tb.Size() != 0 {
+				t.Errorf("RestoreShard(%d of %d) filled table %q", want[0], want[1], tb.Name())
+			}
+		}
+	}
+	if _, err := RestoreShard(ctx, res.Path, build(t), 1, 3); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("RestoreShard of its own damaged shard = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestNames: IsCheckpoint, SafeName, and ReadManifest's check of the file names.
+func TestNames(t *testing.T) {
+	dir := t.TempDir()
+	if IsCheckpoint(dir) {
+		t.Error("an empty folder is a checkpoint")
+	}
+	res, err := Save(context.Background(), dir, Meta{Step: 1}, build(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsCheckpoint(res.Path) || IsCheckpoint(dir) {
+		t.Errorf("IsCheckpoint(checkpoint) = %v, IsCheckpoint(root) = %v", IsCheckpoint(res.Path), IsCheckpoint(dir))
+	}
+	for in, want := range map[string]string{"user": "user", "item/v2": "item_v2", "a b//c": "a_b_c", "é.x-1_": "_.x-1_", "": ""} {
+		if got := SafeName(in); got != want {
+			t.Errorf("SafeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(res.Path, "t001-item_v2.entries")); err != nil {
+		t.Errorf("entries file of item/v2: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(res.Path, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`""`, `".hidden"`, `"a/b"`} {
+		writeText(t, filepath.Join(res.Path, ManifestName), strings.Replace(string(b), `"t000-user.entries"`, bad, 1))
+		if _, err := ReadManifest(res.Path); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "outside the checkpoint") {
+			t.Errorf("manifest naming file %s: %v", bad, err)
+		}
 	}
 }
 

@@ -27,7 +27,7 @@ const (
 	DefaultRetries         = 3
 	DefaultBackoff         = 50 * time.Millisecond
 	DefaultMaxBackoff      = 2 * time.Second
-	DefaultMaxMessageBytes = 64 << 20
+	DefaultMaxMessageBytes = codec.DefaultMaxMessageBytes
 )
 
 // barrierGrace is added to a barrier's timeout for the RPC deadline, so that the server's
@@ -133,16 +133,10 @@ func (c *Client) dial(addr string) (*conn, error) {
 	}
 	bo := backoff.DefaultConfig
 	bo.MaxDelay = 5 * time.Second
-	dopts := append([]grpc.DialOption{
+	dopts := append(codec.DialOptions(c.opts.maxMsg),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.opts.maxMsg), grpc.MaxCallSendMsgSize(c.opts.maxMsg), grpc.ForceCodecV2(codec.Codec)),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: c.opts.dialTimeout}),
-		// Large embedding responses: see the server's window size.
-		grpc.WithInitialWindowSize(16 << 20),
-		grpc.WithInitialConnWindowSize(16 << 20),
-		grpc.WithReadBufferSize(256 << 10),
-		grpc.WithWriteBufferSize(256 << 10),
-	}, c.opts.dialOpts...)
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: c.opts.dialTimeout}))
+	dopts = append(dopts, c.opts.dialOpts...)
 	cc, err := grpc.NewClient(addr, dopts...)
 	if err != nil {
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("shard address %q: %v", addr, err)}

@@ -134,7 +134,7 @@ func reference(t testing.TB) map[string]*table.Table {
 	t.Helper()
 	out := map[string]*table.Table{}
 	for i, spec := range tablesConfig(t).GetTables() {
-		tb, err := table.FromSpec(spec, uint64(i), quiet)
+		tb, err := table.FromSpec(spec, uint64(i))
 		if err != nil {
 			t.Fatal(err)
 		}

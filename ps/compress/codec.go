@@ -71,51 +71,14 @@ func fp16Special(sign, a uint32) float32 {
 	return math.Float32frombits(sign | e<<23 | (a&0x3ff)<<13)
 }
 
-// EncodeFp16 encodes src into dst as binary16 (see Float32ToFp16). It writes len(src)
-// values and panics if dst is shorter.
-func EncodeFp16(dst []uint16, src []float32) {
-	dst = fit(dst, len(src))
-	for i, x := range src {
-		dst[i] = Float32ToFp16(x)
-	}
-}
-
-// DecodeFp16 widens the binary16 values of src into dst. It writes len(src) values and
-// panics if dst is shorter.
-func DecodeFp16(dst []float32, src []uint16) {
-	dst = fit(dst, len(src))
-	for i, h := range src {
-		dst[i] = Fp16ToFloat32(h)
-	}
-}
-
 // FixedR8Step is the quantization step of the fixed_r8 codec with range r: r/128.
 func FixedR8Step(r float32) float32 { return r / 128 }
 
-// EncodeFixedR8 quantizes src into dst with range r (step r/128): NaN becomes 0; other
-// values move half a step away from zero, are divided by the step, truncated toward zero
-// and clamped to [−128, 127]. It writes len(src) values and panics if dst is shorter.
-func EncodeFixedR8(dst []int8, src []float32, r float32) {
-	dst = fit(dst, len(src))
-	step := FixedR8Step(r)
-	half := step / 2
-	for i, x := range src {
-		dst[i] = quantizeR8(x, step, half)
-	}
-}
-
-// DecodeFixedR8 writes q·(r/128) for each code q of src into dst. It writes len(src)
-// values and panics if dst is shorter.
-func DecodeFixedR8(dst []float32, src []int8, r float32) {
-	dst = fit(dst, len(src))
-	step := FixedR8Step(r)
-	for i, q := range src {
-		dst[i] = float32(q) * step
-	}
-}
-
-// quantizeR8 is one fixed_r8 code. Every input, including ±Inf and a zero step, gives a
-// defined code: the clamps run on the float quotient before the integer conversion.
+// quantizeR8 is the fixed_r8 code of x with step r/128 and half = step/2: NaN becomes 0;
+// other values move half a step away from zero, are divided by the step, truncated toward
+// zero and clamped to [−128, 127]; the code decodes as code·step. Every input, including
+// ±Inf and a zero step, gives a defined code: the clamps run on the float quotient before
+// the integer conversion.
 func quantizeR8(x, step, half float32) int8 {
 	if x != x {
 		return 0
@@ -137,33 +100,10 @@ func quantizeR8(x, step, half float32) int8 {
 	return int8(q)
 }
 
-// EncodeOneBit writes the HashNet sign code of each value of src into dst: +1 when
-// amplitude·tanh(initScale·x) > 0, else −1 (so 0 and NaN give −1). It writes len(src)
-// values and panics if dst is shorter.
-func EncodeOneBit(dst []int8, src []float32, amplitude, initScale float32) {
-	dst = fit(dst, len(src))
-	for i, x := range src {
-		if amplitude*tanh32(initScale*x) > 0 {
-			dst[i] = 1
-		} else {
-			dst[i] = -1
-		}
-	}
-}
-
-// DecodeOneBit writes q·amplitude for each code q of src into dst (±amplitude for the
-// codes EncodeOneBit writes). It writes len(src) values and panics if dst is shorter.
-func DecodeOneBit(dst []float32, src []int8, amplitude float32) {
-	dst = fit(dst, len(src))
-	for i, q := range src {
-		dst[i] = float32(q) * amplitude
-	}
-}
-
 func tanh32(x float32) float32 { return float32(math.Tanh(float64(x))) }
 
 // fit returns dst[:n], panicking when dst is shorter than n (not merely when its capacity
-// is): a codec never writes past the length the caller handed it.
+// is): a retriever never writes past the length the caller handed it.
 func fit[T any](dst []T, n int) []T {
 	if len(dst) < n {
 		panic(fmt.Sprintf("ps/compress: dst has %d values, need %d", len(dst), n))

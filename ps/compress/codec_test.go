@@ -156,29 +156,19 @@ func TestFp16NaN(t *testing.T) {
 	}
 }
 
-func TestFp16Slices(t *testing.T) {
+func TestFp16Values(t *testing.T) {
 	src := []float32{0, 1, -2.5, 65504, 1e-8}
-	enc := make([]uint16, len(src))
-	EncodeFp16(enc, src)
 	want := []uint16{0x0000, 0x3c00, 0xc100, 0x7bff, 0x0000}
-	for i := range want {
-		if enc[i] != want[i] {
-			t.Errorf("EncodeFp16[%d] = %#04x, want %#04x", i, enc[i], want[i])
+	for i, x := range src {
+		if h := Float32ToFp16(x); h != want[i] {
+			t.Errorf("Float32ToFp16(%v) = %#04x, want %#04x", x, h, want[i])
 		}
 	}
-	dec := make([]float32, len(src))
-	DecodeFp16(dec, enc)
 	for i, w := range []float32{0, 1, -2.5, 65504, 0} {
-		if dec[i] != w {
-			t.Errorf("DecodeFp16[%d] = %v, want %v", i, dec[i], w)
+		if got := Fp16ToFloat32(want[i]); got != w {
+			t.Errorf("Fp16ToFloat32(%#04x) = %v, want %v", want[i], got, w)
 		}
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("EncodeFp16 with a short dst did not panic")
-		}
-	}()
-	EncodeFp16(enc[:1], src)
 }
 
 func TestFixedR8(t *testing.T) {
@@ -206,54 +196,37 @@ func TestFixedR8(t *testing.T) {
 		{nan, 0},
 		{1e30, 127},
 	}
+	if FixedR8Step(r) != step {
+		t.Fatalf("FixedR8Step(%v) = %v, want %v", float32(r), FixedR8Step(r), step)
+	}
+	enc := func(x, r float32) int8 { s := FixedR8Step(r); return quantizeR8(x, s, s/2) }
+	for _, tc := range tests {
+		if q := enc(tc.x, r); q != tc.want {
+			t.Errorf("fixed_r8(%v) = %d, want %d", tc.x, q, tc.want)
+		}
+	}
+	// The fixed_r8 retriever reads code·step.
+	ret, err := NewRetriever(fixedR8Config(r), len(tests))
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := make([]float32, len(tests))
 	for i, tc := range tests {
 		src[i] = tc.x
 	}
-	q := make([]int8, len(src))
-	EncodeFixedR8(q, src, r)
 	dec := make([]float32, len(src))
-	DecodeFixedR8(dec, q, r)
+	ret.Fill(dec, src)
 	for i, tc := range tests {
-		if q[i] != tc.want {
-			t.Errorf("EncodeFixedR8(%v) = %d, want %d", tc.x, q[i], tc.want)
-		}
 		if want := float32(tc.want) * step; dec[i] != want {
-			t.Errorf("DecodeFixedR8(%d) = %v, want %v", q[i], dec[i], want)
+			t.Errorf("fixed_r8 read of %v = %v, want %v", tc.x, dec[i], want)
 		}
 	}
 	// Another range: r = 4 gives step 1/32.
-	EncodeFixedR8(q[:2], []float32{0.1, -0.1}, 4)
-	if q[0] != 3 || q[1] != -3 {
-		t.Errorf("EncodeFixedR8(±0.1, r=4) = %d %d, want 3 -3", q[0], q[1])
+	if q0, q1 := enc(0.1, 4), enc(-0.1, 4); q0 != 3 || q1 != -3 {
+		t.Errorf("fixed_r8(±0.1, r=4) = %d %d, want 3 -3", q0, q1)
 	}
 	// A zero range never panics and encodes every value deterministically.
-	EncodeFixedR8(q[:3], []float32{0, 1, -1}, 0)
-	if q[0] != 0 || q[1] != 127 || q[2] != -128 {
-		t.Errorf("EncodeFixedR8(0 1 -1, r=0) = %v, want [0 127 -128]", q[:3])
-	}
-}
-
-func TestOneBit(t *testing.T) {
-	src := []float32{0.5, -0.5, 0, float32(math.Copysign(0, -1)), 1e-30, float32(math.NaN()), 100}
-	q := make([]int8, len(src))
-	EncodeOneBit(q, src, 0.1, 1)
-	want := []int8{1, -1, -1, -1, 1, -1, 1}
-	for i := range want {
-		if q[i] != want[i] {
-			t.Errorf("EncodeOneBit(%v) = %d, want %d", src[i], q[i], want[i])
-		}
-	}
-	dec := make([]float32, len(q))
-	DecodeOneBit(dec, q, 0.05)
-	for i := range want {
-		if w := float32(want[i]) * 0.05; dec[i] != w {
-			t.Errorf("DecodeOneBit(%d) = %v, want %v", q[i], dec[i], w)
-		}
-	}
-	// A negative amplitude flips the code, as amplitude·tanh(·) > 0 does in Monolith.
-	EncodeOneBit(q[:2], src[:2], -0.1, 1)
-	if q[0] != -1 || q[1] != 1 {
-		t.Errorf("EncodeOneBit with amplitude -0.1 = %v, want [-1 1]", q[:2])
+	if q := [3]int8{enc(0, 0), enc(1, 0), enc(-1, 0)}; q != [3]int8{0, 127, -128} {
+		t.Errorf("fixed_r8(0 1 -1, r=0) = %v, want [0 127 -128]", q)
 	}
 }

@@ -20,21 +20,34 @@ func benchValues() []float32 {
 	return v
 }
 
-func BenchmarkCodecs(b *testing.B) {
+func BenchmarkConversions(b *testing.B) {
 	src := benchValues()
 	h := make([]uint16, benchDim)
 	q := make([]int8, benchDim)
 	dst := make([]float32, benchDim)
-	EncodeFp16(h, src)
+	for i, x := range src {
+		h[i] = Float32ToFp16(x)
+	}
+	step := FixedR8Step(1)
 	for _, bc := range []struct {
 		name string
 		fn   func()
 	}{
-		{"EncodeFp16", func() { EncodeFp16(h, src) }},
-		{"DecodeFp16", func() { DecodeFp16(dst, h) }},
-		{"EncodeFixedR8", func() { EncodeFixedR8(q, src, 1) }},
-		{"DecodeFixedR8", func() { DecodeFixedR8(dst, q, 1) }},
-		{"EncodeOneBit", func() { EncodeOneBit(q, src, 0.1, 1) }},
+		{"Float32ToFp16", func() {
+			for i, x := range src {
+				h[i] = Float32ToFp16(x)
+			}
+		}},
+		{"Fp16ToFloat32", func() {
+			for i, x := range h {
+				dst[i] = Fp16ToFloat32(x)
+			}
+		}},
+		{"quantizeR8", func() {
+			for i, x := range src {
+				q[i] = quantizeR8(x, step, step/2)
+			}
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(4 * benchDim)

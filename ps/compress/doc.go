@@ -1,22 +1,17 @@
-// Package compress holds Monolith's float compressors (spec/ps.md §2.5–§2.6): fp32, fp16,
-// fixed_r8 and one_bit codecs, and the training-time retrievers that fake-quantize a
-// segment on lookup and adjust its gradient before the optimizer step.
+// Package compress holds Monolith's float compressors (spec/ps.md §2.5–§2.6) as far as
+// training uses them: the binary16 conversions and the training-time retrievers that
+// fake-quantize a segment on lookup and adjust its gradient before the optimizer step.
+// Compressed storage (SERVING entries) is not implemented, so there are no slice codecs.
 //
-// # Codecs
+// # Conversions
 //
-// The codecs are pure functions over caller-owned slices; each writes len(src) values into
-// dst and panics if dst is shorter. They never allocate and are safe for concurrent use.
-//
-//	codec     encode                                          decode
-//	fp16      Float32ToFp16 / EncodeFp16 (nearest, ties even)  Fp16ToFloat32 / DecodeFp16 (exact)
-//	fixed_r8  EncodeFixedR8(r): step r/128, see below          DecodeFixedR8: q·step
-//	one_bit   EncodeOneBit: +1 iff amplitude·tanh(s·x) > 0     DecodeOneBit: q·amplitude
-//
-// fp16 matches half.hpp 2.1 (Monolith's converter) bit for bit: overflow to ±Inf, gradual
-// underflow through subnormals, signed zeros, quiet NaN keeping the top payload bits.
-// fixed_r8 maps NaN to 0, moves x half a step away from zero, truncates x/step toward zero
-// and clamps to [−128, 127]; the clamp runs before the integer conversion, so ±Inf and huge
-// values saturate (in C++ that conversion is undefined behaviour).
+// Float32ToFp16 (nearest, ties to even) and Fp16ToFloat32 (exact) match half.hpp 2.1
+// (Monolith's converter) bit for bit: overflow to ±Inf, gradual underflow through
+// subnormals, signed zeros, quiet NaN keeping the top payload bits. The optimizers'
+// stochastic_rounding_float16 builds on them. fixed_r8's quantization (step r/128, see
+// FixedR8Step) maps NaN to 0, moves x half a step away from zero, truncates x/step toward
+// zero and clamps to [−128, 127]; the clamp runs before the integer conversion, so ±Inf
+// and huge values saturate (in C++ that conversion is undefined behaviour).
 //
 // # Retrievers
 //

@@ -75,10 +75,8 @@ func TestFixedR8Retriever(t *testing.T) {
 	w := []float32{0.1, -0.2, 0.7, float32(math.NaN()), 0.001}
 	got := make([]float32, len(w))
 	r.Fill(got, w)
-	q := make([]int8, len(w))
-	EncodeFixedR8(q, w, 0.5)
-	want := make([]float32, len(w))
-	DecodeFixedR8(want, q, 0.5)
+	// step 0.5/128 = 1/256: codes 26, −51, 127 (clamped), 0 (NaN), 0.
+	want := []float32{26.0 / 256, -51.0 / 256, 127.0 / 256, 0, 0}
 	for i := range w {
 		if got[i] != want[i] {
 			t.Errorf("Fill[%d] = %v, want decode(encode(%v)) = %v", i, got[i], w[i], want[i])

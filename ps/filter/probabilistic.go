@@ -5,8 +5,12 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/io/tfrecord"
 )
+
+// golden is splitmix64's increment (the step of internal/mix's SplitMix sequence).
+const golden = 0x9e3779b97f4a7c15
 
 // probabilistic admits at random with a probability growing with the count (§5.4).
 type probabilistic struct {
@@ -23,7 +27,7 @@ func newProbabilistic(th *slotThresholds, equal bool, seed uint64) *probabilisti
 
 // u32 returns the next uniform 32-bit value of the seeded SplitMix64 sequence. Concurrent
 // callers each get a distinct element of the sequence.
-func (p *probabilistic) u32() uint32 { return uint32(mix64(p.state.Add(golden)) >> 32) }
+func (p *probabilistic) u32() uint32 { return uint32(mix.Mix64(p.state.Add(golden)) >> 32) }
 
 func (p *probabilistic) Kind() string { return KindProbabilistic }
 

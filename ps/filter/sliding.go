@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/monolith-go/monolith/internal/mix"
 )
 
 // Sliding filter constants (frozen: dumps record and validate them).
@@ -121,22 +123,11 @@ type hashed struct {
 	sig uint32
 }
 
-// mix64 is the SplitMix64 finalizer (frozen: dumps depend on it).
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
-const golden = 0x9e3779b97f4a7c15
-
 // hash returns f's probe start (from the high bits of the hash, by multiply-shift
-// reduction into [0, totalSize)) and its 16-bit signature (the low bits).
+// reduction into [0, totalSize)) and its 16-bit signature (the low bits). The hash is the
+// first splitmix64 output seeded with f (frozen: dumps depend on it).
 func (s *sliding) hash(f int64) hashed {
-	h := mix64(uint64(f) + golden)
+	h := mix.SplitMix(uint64(f), 1)
 	pos, _ := bits.Mul64(h, s.g.totalSize)
 	return hashed{pos: pos, sig: uint32(h & countMask)}
 }
@@ -167,16 +158,9 @@ func (s *sliding) add(h hashed, count uint32) (before uint32, slide bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for {
-		// Forward search over head, head+1 for a cell holding h or empty.
-		var fwd *subFilter
-		idx, cell := -1, uint32(0)
-		for i, j := 0, s.head; i < maxForwardStep; i, j = i+1, s.next(j) {
-			f := &s.filters[j]
-			if idx, cell = f.probe(h); idx >= 0 {
-				fwd = f
-				break
-			}
-			f.failures.Add(1)
+		fwd, idx, cell, missed := s.forward(h)
+		for j := s.head; missed > 0; j, missed = s.next(j), missed-1 {
+			s.filters[j].failures.Add(1)
 		}
 		if fwd == nil {
 			s.failures.Add(1)
@@ -204,6 +188,20 @@ func (s *sliding) add(h hashed, count uint32) (before uint32, slide bool) {
 	}
 }
 
+// forward searches head, head+1, … (maxForwardStep sub-filters) for a cell holding h or
+// empty. It returns the first sub-filter that has one with the cell's index and value, and
+// the number of sub-filters probed in vain before it (all of them, with a nil sub-filter,
+// when none has one). It changes nothing. The caller holds the read lock.
+func (s *sliding) forward(h hashed) (f *subFilter, idx int, cell uint32, missed int) {
+	for j := s.head; missed < maxForwardStep; j, missed = s.next(j), missed+1 {
+		f := &s.filters[j]
+		if idx, cell := f.probe(h); idx >= 0 {
+			return f, idx, cell, missed
+		}
+	}
+	return nil, -1, 0, missed
+}
+
 // backward returns h's count in the newest of the min(headIncrement, splitNum-2) sub-filters
 // before head that holds it, or 0.
 func (s *sliding) backward(h hashed) uint32 {
@@ -214,22 +212,6 @@ func (s *sliding) backward(h hashed) uint32 {
 		}
 	}
 	return 0
-}
-
-// count returns h's current count without adding (Monolith's get); for tests.
-func (s *sliding) count(f int64) uint32 {
-	h := s.hash(f)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for i, j := 0, s.head; i < maxForwardStep; i, j = i+1, s.next(j) {
-		if idx, cell := s.filters[j].probe(h); idx >= 0 {
-			if cell != 0 {
-				return cell & countMask
-			}
-			return s.backward(h)
-		}
-	}
-	return countMask
 }
 
 // slide advances head when filters[head] is full and clears the sub-filter after the new

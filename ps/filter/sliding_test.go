@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -434,4 +435,40 @@ func TestConcurrentAdmit(t *testing.T) {
 		wg.Go(func() { workload(g, uint64(w), 2000) })
 	}
 	wg.Wait()
+}
+
+// count returns f's current count without adding (Monolith's get).
+func (s *sliding) count(f int64) uint32 {
+	h := s.hash(f)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	switch fwd, _, cell, _ := s.forward(h); {
+	case fwd == nil:
+		return countMask
+	case cell != 0:
+		return cell & countMask
+	default:
+		return s.backward(h)
+	}
+}
+
+// TestHashesFrozen pins the sliding filter's fid hash and the probabilistic filter's draws:
+// dumps record cell positions and signatures, and seeded admissions must reproduce.
+func TestHashesFrozen(t *testing.T) {
+	s := newSmall(t, 2)
+	for _, tc := range []struct {
+		f int64
+		h uint64 // the first splitmix64 output seeded with f
+	}{{0, 0xe220a8397b1dcdaf}, {1, 0x910a2dec89025cc1}, {-1, 0xe4d971771b652c20}, {1 << 40, 0x1fdd7128f310c389}} {
+		pos, _ := bits.Mul64(tc.h, s.g.totalSize)
+		if got, want := s.hash(tc.f), (hashed{pos: pos, sig: uint32(tc.h & countMask)}); got != want {
+			t.Errorf("hash(%d) = %+v, want %+v", tc.f, got, want)
+		}
+	}
+	p := newProbabilistic(nil, false, 7)
+	for i, want := range []uint32{0x63cbe1e4, 0x044c3cd7, 0xe6984080} {
+		if got := p.u32(); got != want {
+			t.Errorf("draw %d = %#x, want %#x", i, got, want)
+		}
+	}
 }

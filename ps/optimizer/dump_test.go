@@ -92,7 +92,7 @@ func TestBatchSoftmaxStepWords(t *testing.T) {
 		}
 	}
 	// The words are little-endian halves of the int64.
-	storeStep(e.state, 0x0000000700000003)
+	StoreInt64(e.state, 0x0000000700000003)
 	if math.Float32bits(e.state[0]) != 3 || math.Float32bits(e.state[1]) != 7 {
 		t.Errorf("state words %#x %#x, want 3 7", math.Float32bits(e.state[0]), math.Float32bits(e.state[1]))
 	}
@@ -155,5 +155,46 @@ func TestRestoreErrors(t *testing.T) {
 	}
 	if err := ma.Restore(nil, &hashtablepb.SingleOptimizerDump{}); err != nil {
 		t.Errorf("moving_average Restore(empty) = %v", err)
+	}
+}
+
+// TestDumpTo checks that DumpTo writes what Dump returns, replaces a dump of another kind,
+// copies rather than aliases the state, and reuses its destination without allocating.
+func TestDumpTo(t *testing.T) {
+	other := mustNew(t, wrap(&hashtablepb.AdagradOptimizerConfig{}), 5).Dump(make([]float32, 5))
+	for _, k := range allKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			o := mustNew(t, k.cfg, k.dim)
+			e := newEntry(o, 0.3, -0.2, 0.1)
+			g := []float32{0.5, -1.5, 2}[:k.dim]
+			dst := proto.Clone(other).(*hashtablepb.SingleOptimizerDump)
+			for s := range int64(3) {
+				o.Step(e.w, g, e.state, 0.05, 10+s)
+				want := o.Dump(e.state)
+				ok := o.DumpTo(dst, e.state)
+				if ok != (want != nil) {
+					t.Fatalf("DumpTo = %v, Dump = %v", ok, want)
+				}
+				if !ok {
+					if !proto.Equal(dst, other) {
+						t.Fatalf("DumpTo that dumps nothing changed dst to %v", dst)
+					}
+					return
+				}
+				if !proto.Equal(dst, want) {
+					t.Fatalf("step %d: DumpTo wrote %v, Dump returns %v", s, dst, want)
+				}
+			}
+			snap := proto.Clone(dst)
+			for i := range e.state {
+				e.state[i] += 1
+			}
+			if !proto.Equal(dst, snap) {
+				t.Fatal("DumpTo aliases the state slice")
+			}
+			if n := testing.AllocsPerRun(100, func() { o.DumpTo(dst, e.state) }); n != 0 {
+				t.Errorf("DumpTo into a reused dst: %v allocations, want 0", n)
+			}
+		})
 	}
 }

@@ -84,14 +84,15 @@ func newRule(cfg *hashtablepb.OptimizerConfig, dim int) (Optimizer, error) {
 		}, nil
 	case *hashtablepb.OptimizerConfig_Amsgrad:
 		c := t.Amsgrad
-		return &amsgrad{adam{
+		return &adam{
 			base:     base{"amsgrad", dim, c.GetLearningRate(), c.GetWarmupSteps()},
 			beta1:    c.GetBeta1(),
 			beta2:    c.GetBeta2(),
 			wd:       c.GetWeightDecayFactor(),
 			eps:      c.GetEpsilon(),
 			nesterov: c.GetUseNesterov(),
-		}}, nil
+			ams:      true,
+		}, nil
 	case *hashtablepb.OptimizerConfig_Momentum:
 		c := t.Momentum
 		return &momentum{

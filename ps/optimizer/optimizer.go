@@ -24,6 +24,12 @@ type Optimizer interface {
 	// Dump returns the state as Monolith's SingleOptimizerDump, or nil for rules that dump
 	// nothing (MovingAverage).
 	Dump(state []float32) *hashtablepb.SingleOptimizerDump
+	// DumpTo writes what Dump returns into dst, which must not be nil, and reports whether
+	// the rule dumps anything (false for MovingAverage, leaving dst alone). When dst already
+	// holds this rule's kind, its oneof wrapper, inner message, optional scalars and slices
+	// are reused (the slices overwritten from [:0]), so dumping many entries through one dst
+	// allocates only for the first. Otherwise dst's oneof is replaced.
+	DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool
 	// Restore overwrites state from a dump produced by Dump (or by Monolith). It checks the
 	// dump kind and lengths and names what is wrong.
 	Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error

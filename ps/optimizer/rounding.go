@@ -3,6 +3,7 @@ package optimizer
 import (
 	"math"
 
+	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/ps/compress"
 )
 
@@ -66,10 +67,6 @@ func roundFp16(x, p float32) float32 {
 // needs no generator state, is safe for concurrent use and reproduces bit for bit.
 func roundingDraw(x float32, step int64, i int) float32 {
 	z := uint64(math.Float32bits(x)) | uint64(uint32(i))<<32
-	z ^= uint64(step) * 0x9e3779b97f4a7c15
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return float32(z>>40) / (1 << 24)
+	z ^= uint64(step) * 0x9e3779b97f4a7c15 // splitmix64's increment
+	return float32(mix.SplitMix(z, 1)>>40) / (1 << 24)
 }

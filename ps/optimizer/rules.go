@@ -2,9 +2,6 @@ package optimizer
 
 import (
 	"math"
-	"slices"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
@@ -28,8 +25,13 @@ func (o *sgd) Step(w, g, _ []float32, lr float32, _ int64) {
 }
 
 // Dump returns an empty SgdOptimizerDump element, as Monolith does.
-func (o *sgd) Dump(_ []float32) *hashtablepb.SingleOptimizerDump {
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Sgd{Sgd: &hashtablepb.SgdOptimizerDump{}}}
+func (o *sgd) Dump(state []float32) *hashtablepb.SingleOptimizerDump { return dumpNew(o, state) }
+
+func (o *sgd) DumpTo(dst *hashtablepb.SingleOptimizerDump, _ []float32) bool {
+	if w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Sgd); !ok || w.Sgd == nil {
+		dst.Type = &hashtablepb.SingleOptimizerDump_Sgd{Sgd: &hashtablepb.SgdOptimizerDump{}}
+	}
+	return true
 }
 
 func (o *sgd) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -62,10 +64,16 @@ func (o *adagrad) Step(w, g, state []float32, lr float32, _ int64) {
 	}
 }
 
-func (o *adagrad) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Adagrad{
-		Adagrad: &hashtablepb.AdagradOptimizerDump{Norm: slices.Clone(span(state, o.dim))},
-	}}
+func (o *adagrad) Dump(state []float32) *hashtablepb.SingleOptimizerDump { return dumpNew(o, state) }
+
+func (o *adagrad) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Adagrad)
+	if !ok || w.Adagrad == nil {
+		w = &hashtablepb.SingleOptimizerDump_Adagrad{Adagrad: &hashtablepb.AdagradOptimizerDump{}}
+		dst.Type = w
+	}
+	w.Adagrad.Norm = append(w.Adagrad.Norm[:0], span(state, o.dim)...)
+	return true
 }
 
 func (o *adagrad) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -118,14 +126,18 @@ func (o *ftrl) Step(w, g, state []float32, lr float32, _ int64) {
 	}
 }
 
-func (o *ftrl) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
+func (o *ftrl) Dump(state []float32) *hashtablepb.SingleOptimizerDump { return dumpNew(o, state) }
+
+func (o *ftrl) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
 	state = span(state, 2*o.dim)
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Ftrl{
-		Ftrl: &hashtablepb.FtrlOptimizerDump{
-			Zero: slices.Clone(state[o.dim:]),
-			Norm: slices.Clone(state[:o.dim]),
-		},
-	}}
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Ftrl)
+	if !ok || w.Ftrl == nil {
+		w = &hashtablepb.SingleOptimizerDump_Ftrl{Ftrl: &hashtablepb.FtrlOptimizerDump{}}
+		dst.Type = w
+	}
+	w.Ftrl.Zero = append(w.Ftrl.Zero[:0], state[o.dim:]...)
+	w.Ftrl.Norm = append(w.Ftrl.Norm[:0], state[:o.dim]...)
+	return true
 }
 
 func (o *ftrl) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -173,14 +185,18 @@ func (o *adadelta) Step(w, g, state []float32, lr float32, _ int64) {
 	}
 }
 
-func (o *adadelta) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
+func (o *adadelta) Dump(state []float32) *hashtablepb.SingleOptimizerDump { return dumpNew(o, state) }
+
+func (o *adadelta) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
 	state = span(state, 2*o.dim)
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Adadelta{
-		Adadelta: &hashtablepb.AdadeltaOptimizerDump{
-			Accum:       slices.Clone(state[:o.dim]),
-			AccumUpdate: slices.Clone(state[o.dim:]),
-		},
-	}}
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Adadelta)
+	if !ok || w.Adadelta == nil {
+		w = &hashtablepb.SingleOptimizerDump_Adadelta{Adadelta: &hashtablepb.AdadeltaOptimizerDump{}}
+		dst.Type = w
+	}
+	w.Adadelta.Accum = append(w.Adadelta.Accum[:0], state[:o.dim]...)
+	w.Adadelta.AccumUpdate = append(w.Adadelta.AccumUpdate[:0], state[o.dim:]...)
+	return true
 }
 
 func (o *adadelta) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -199,21 +215,33 @@ func (o *adadelta) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) 
 	return nil
 }
 
-// ---- Adam: state m[d], v[d], beta1_power, beta2_power ----
+// ---- Adam and AMSGrad: state m[d], v[d], (AMSGrad: vhat[d],) beta1_power, beta2_power ----
 
+// adam is Adam, or AMSGrad when ams is set: AMSGrad keeps vhat = max(vhat, v) after the
+// moments and divides by √vhat instead of √v; the rest is the same.
 type adam struct {
 	base
 	beta1, beta2, wd, eps float32
 	nesterov              bool
+	ams                   bool
 }
 
-func (o *adam) StateLen() int { return 2*o.dim + 2 }
+// vecs is the number of per-weight state vectors: m, v (and vhat).
+func (o *adam) vecs() int {
+	if o.ams {
+		return 3
+	}
+	return 2
+}
+
+func (o *adam) StateLen() int { return o.vecs()*o.dim + 2 }
 
 func (o *adam) Init(state []float32) {
-	state = span(state, 2*o.dim+2)
-	fill(state[:2*o.dim], 0)
-	state[2*o.dim] = o.beta1
-	state[2*o.dim+1] = o.beta2
+	n := o.vecs() * o.dim
+	state = span(state, n+2)
+	fill(state[:n], 0)
+	state[n] = o.beta1
+	state[n+1] = o.beta2
 }
 
 // biasCorrected is the step's learning rate α·√(1 − β2^t)/(1 − β1^t).
@@ -225,154 +253,115 @@ func (o *adam) Step(w, g, state []float32, lr float32, _ int64) {
 	w = span(w, o.dim)
 	g = span(g, len(w))
 	d := len(w)
-	state = span(state, 2*d+2)
+	n := o.vecs() * d
+	state = span(state, n+2)
 	m := state[:d]
 	v := state[d:][:len(w)]
-	powers := state[2*d:][:2]
+	vhat := state[n-d:][:len(w)] // AMSGrad's vhat; v for Adam, which never touches it
+	powers := state[n:][:2]
 	lrt := o.biasCorrected(lr, powers[0], powers[1])
 	b1, b2, wd, eps := o.beta1, o.beta2, o.wd, o.eps
 	k1, k2 := 1-b1, 1-b2
+	ams, nesterov := o.ams, o.nesterov
 	for i := range w {
 		gi := g[i] + wd*w[i]
 		mi := m[i] + (gi-m[i])*k1
 		vi := v[i] + (gi*gi-v[i])*k2
-		if o.nesterov {
-			w[i] -= ((gi*k1 + b1*mi) * lrt) / (sqrt32(vi) + eps)
+		den := vi
+		if ams {
+			if den = vhat[i]; den < vi { // std::max(vhat, v): keeps vhat when either is NaN
+				den = vi
+			}
+		}
+		if nesterov {
+			w[i] -= ((gi*k1 + b1*mi) * lrt) / (sqrt32(den) + eps)
 		} else {
-			w[i] -= (mi * lrt) / (sqrt32(vi) + eps)
+			w[i] -= (mi * lrt) / (sqrt32(den) + eps)
 		}
 		m[i] = mi
 		v[i] = vi
+		if ams {
+			vhat[i] = den
+		}
 	}
 	powers[0] *= b1
 	powers[1] *= b2
 }
 
-func (o *adam) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
+func (o *adam) Dump(state []float32) *hashtablepb.SingleOptimizerDump { return dumpNew(o, state) }
+
+func (o *adam) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
 	d := o.dim
-	state = span(state, 2*d+2)
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Adam{
-		Adam: &hashtablepb.AdamOptimizerDump{
-			M:          slices.Clone(state[:d]),
-			V:          slices.Clone(state[d : 2*d]),
-			Beta1Power: proto.Float32(state[2*d]),
-			Beta2Power: proto.Float32(state[2*d+1]),
-		},
-	}}
+	n := o.vecs() * d
+	state = span(state, n+2)
+	if o.ams {
+		w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Amsgrad)
+		if !ok || w.Amsgrad == nil {
+			w = &hashtablepb.SingleOptimizerDump_Amsgrad{Amsgrad: &hashtablepb.AmsgradOptimizerDump{}}
+			dst.Type = w
+		}
+		a := w.Amsgrad
+		a.M = append(a.M[:0], state[:d]...)
+		a.V = append(a.V[:0], state[d:2*d]...)
+		a.Vhat = append(a.Vhat[:0], state[2*d:3*d]...)
+		setFloat32(&a.Beta1Power, state[n])
+		setFloat32(&a.Beta2Power, state[n+1])
+		return true
+	}
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Adam)
+	if !ok || w.Adam == nil {
+		w = &hashtablepb.SingleOptimizerDump_Adam{Adam: &hashtablepb.AdamOptimizerDump{}}
+		dst.Type = w
+	}
+	a := w.Adam
+	a.M = append(a.M[:0], state[:d]...)
+	a.V = append(a.V[:0], state[d:2*d]...)
+	setFloat32(&a.Beta1Power, state[n])
+	setFloat32(&a.Beta2Power, state[n+1])
+	return true
 }
 
 // Restore writes each bias-correction power into its own slot (Monolith writes both into
 // the beta1_power slot).
 func (o *adam) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
-	n := o.dim
-	if err := o.checkDump(state, d, 2*n+2); err != nil {
+	dim := o.dim
+	n := o.vecs() * dim
+	if err := o.checkDump(state, d, n+2); err != nil {
 		return err
 	}
-	a := d.GetAdam()
-	if err := o.checkField("m", a.GetM()); err != nil {
+	var m, v, vhat []float32
+	var beta1, beta2 *float32
+	if o.ams {
+		a := d.GetAmsgrad()
+		m, v, vhat, beta1, beta2 = a.GetM(), a.GetV(), a.GetVhat(), a.Beta1Power, a.Beta2Power
+	} else {
+		a := d.GetAdam()
+		m, v, beta1, beta2 = a.GetM(), a.GetV(), a.Beta1Power, a.Beta2Power
+	}
+	if err := o.checkField("m", m); err != nil {
 		return err
 	}
-	if err := o.checkField("v", a.GetV()); err != nil {
+	if err := o.checkField("v", v); err != nil {
 		return err
 	}
-	if err := o.checkScalar("beta1_power", a.Beta1Power != nil); err != nil {
-		return err
-	}
-	if err := o.checkScalar("beta2_power", a.Beta2Power != nil); err != nil {
-		return err
-	}
-	copy(state[:n], a.GetM())
-	copy(state[n:2*n], a.GetV())
-	state[2*n] = a.GetBeta1Power()
-	state[2*n+1] = a.GetBeta2Power()
-	return nil
-}
-
-// ---- AMSGrad: state m[d], v[d], vhat[d], beta1_power, beta2_power ----
-
-type amsgrad struct{ adam }
-
-func (o *amsgrad) StateLen() int { return 3*o.dim + 2 }
-
-func (o *amsgrad) Init(state []float32) {
-	state = span(state, 3*o.dim+2)
-	fill(state[:3*o.dim], 0)
-	state[3*o.dim] = o.beta1
-	state[3*o.dim+1] = o.beta2
-}
-
-func (o *amsgrad) Step(w, g, state []float32, lr float32, _ int64) {
-	w = span(w, o.dim)
-	g = span(g, len(w))
-	d := len(w)
-	state = span(state, 3*d+2)
-	m := state[:d]
-	v := state[d:][:len(w)]
-	vhat := state[2*d:][:len(w)]
-	powers := state[3*d:][:2]
-	lrt := o.biasCorrected(lr, powers[0], powers[1])
-	b1, b2, wd, eps := o.beta1, o.beta2, o.wd, o.eps
-	k1, k2 := 1-b1, 1-b2
-	for i := range w {
-		gi := g[i] + wd*w[i]
-		mi := m[i] + (gi-m[i])*k1
-		vi := v[i] + (gi*gi-v[i])*k2
-		vh := vhat[i]
-		if vh < vi { // std::max(vhat, v): keeps vhat when either is NaN
-			vh = vi
-		}
-		if o.nesterov {
-			w[i] -= ((gi*k1 + b1*mi) * lrt) / (sqrt32(vh) + eps)
-		} else {
-			w[i] -= (mi * lrt) / (sqrt32(vh) + eps)
-		}
-		m[i] = mi
-		v[i] = vi
-		vhat[i] = vh
-	}
-	powers[0] *= b1
-	powers[1] *= b2
-}
-
-func (o *amsgrad) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
-	d := o.dim
-	state = span(state, 3*d+2)
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Amsgrad{
-		Amsgrad: &hashtablepb.AmsgradOptimizerDump{
-			M:          slices.Clone(state[:d]),
-			V:          slices.Clone(state[d : 2*d]),
-			Vhat:       slices.Clone(state[2*d : 3*d]),
-			Beta1Power: proto.Float32(state[3*d]),
-			Beta2Power: proto.Float32(state[3*d+1]),
-		},
-	}}
-}
-
-func (o *amsgrad) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
-	n := o.dim
-	if err := o.checkDump(state, d, 3*n+2); err != nil {
-		return err
-	}
-	a := d.GetAmsgrad()
-	for _, f := range [...]struct {
-		name string
-		v    []float32
-	}{{"m", a.GetM()}, {"v", a.GetV()}, {"vhat", a.GetVhat()}} {
-		if err := o.checkField(f.name, f.v); err != nil {
+	if o.ams {
+		if err := o.checkField("vhat", vhat); err != nil {
 			return err
 		}
 	}
-	if err := o.checkScalar("beta1_power", a.Beta1Power != nil); err != nil {
+	if err := o.checkScalar("beta1_power", beta1 != nil); err != nil {
 		return err
 	}
-	if err := o.checkScalar("beta2_power", a.Beta2Power != nil); err != nil {
+	if err := o.checkScalar("beta2_power", beta2 != nil); err != nil {
 		return err
 	}
-	copy(state[:n], a.GetM())
-	copy(state[n:2*n], a.GetV())
-	copy(state[2*n:3*n], a.GetVhat())
-	state[3*n] = a.GetBeta1Power()
-	state[3*n+1] = a.GetBeta2Power()
+	copy(state[:dim], m)
+	copy(state[dim:2*dim], v)
+	if o.ams {
+		copy(state[2*dim:3*dim], vhat)
+	}
+	state[n] = *beta1
+	state[n+1] = *beta2
 	return nil
 }
 
@@ -410,10 +399,16 @@ func (o *momentum) Step(w, g, state []float32, lr float32, _ int64) {
 	}
 }
 
-func (o *momentum) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Momentum{
-		Momentum: &hashtablepb.MomentumOptimizerDump{N: slices.Clone(span(state, o.dim))},
-	}}
+func (o *momentum) Dump(state []float32) *hashtablepb.SingleOptimizerDump { return dumpNew(o, state) }
+
+func (o *momentum) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Momentum)
+	if !ok || w.Momentum == nil {
+		w = &hashtablepb.SingleOptimizerDump_Momentum{Momentum: &hashtablepb.MomentumOptimizerDump{}}
+		dst.Type = w
+	}
+	w.Momentum.N = append(w.Momentum.N[:0], span(state, o.dim)...)
+	return true
 }
 
 func (o *momentum) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -454,6 +449,9 @@ func (o *movingAverage) Step(w, g, _ []float32, _ float32, _ int64) {
 // Dump returns nil: MovingAverage contributes no element to an entry's OptimizerDump.
 func (o *movingAverage) Dump(_ []float32) *hashtablepb.SingleOptimizerDump { return nil }
 
+// DumpTo reports false and leaves dst alone: there is nothing to dump.
+func (o *movingAverage) DumpTo(_ *hashtablepb.SingleOptimizerDump, _ []float32) bool { return false }
+
 // Restore accepts only a nil or empty dump.
 func (o *movingAverage) Restore(_ []float32, d *hashtablepb.SingleOptimizerDump) error {
 	if k := dumpKind(d); k != "" {
@@ -493,16 +491,26 @@ func (o *rmsprop) Step(w, g, state []float32, lr float32, _ int64) {
 	}
 }
 
-func (o *rmsprop) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
-	n := slices.Clone(span(state, o.dim))
+func (o *rmsprop) Dump(state []float32) *hashtablepb.SingleOptimizerDump { return dumpNew(o, state) }
+
+func (o *rmsprop) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
+	n := span(state, o.dim)
 	if o.v1 {
-		return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Rmsprop{
-			Rmsprop: &hashtablepb.RmspropOptimizerDump{N: n},
-		}}
+		w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Rmsprop)
+		if !ok || w.Rmsprop == nil {
+			w = &hashtablepb.SingleOptimizerDump_Rmsprop{Rmsprop: &hashtablepb.RmspropOptimizerDump{}}
+			dst.Type = w
+		}
+		w.Rmsprop.N = append(w.Rmsprop.N[:0], n...)
+		return true
 	}
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_Rmspropv2{
-		Rmspropv2: &hashtablepb.RmspropV2OptimizerDump{N: n},
-	}}
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_Rmspropv2)
+	if !ok || w.Rmspropv2 == nil {
+		w = &hashtablepb.SingleOptimizerDump_Rmspropv2{Rmspropv2: &hashtablepb.RmspropV2OptimizerDump{}}
+		dst.Type = w
+	}
+	w.Rmspropv2.N = append(w.Rmspropv2.N[:0], n...)
+	return true
 }
 
 func (o *rmsprop) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -565,9 +573,17 @@ func (o *groupAdagrad) Step(w, g, state []float32, lr float32, _ int64) {
 }
 
 func (o *groupAdagrad) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_GroupAdagrad{
-		GroupAdagrad: &hashtablepb.GroupAdaGradOptimizerDump{GradSquareSum: proto.Float32(span(state, 1)[0])},
-	}}
+	return dumpNew(o, state)
+}
+
+func (o *groupAdagrad) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_GroupAdagrad)
+	if !ok || w.GroupAdagrad == nil {
+		w = &hashtablepb.SingleOptimizerDump_GroupAdagrad{GroupAdagrad: &hashtablepb.GroupAdaGradOptimizerDump{}}
+		dst.Type = w
+	}
+	setFloat32(&w.GroupAdagrad.GradSquareSum, span(state, 1)[0])
+	return true
 }
 
 func (o *groupAdagrad) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -587,7 +603,7 @@ func (o *groupAdagrad) Restore(state []float32, d *hashtablepb.SingleOptimizerDu
 type batchSoftmax struct{ base }
 
 func (o *batchSoftmax) StateLen() int        { return 2 }
-func (o *batchSoftmax) Init(state []float32) { storeStep(span(state, 2), 0) }
+func (o *batchSoftmax) Init(state []float32) { StoreInt64(span(state, 2), 0) }
 
 // Step ignores g. A negative step leaves w and the state unchanged (Monolith aborts the
 // process).
@@ -597,14 +613,26 @@ func (o *batchSoftmax) Step(w, _, state []float32, lr float32, step int64) {
 	if step < 0 {
 		return
 	}
-	w[0] = (1-lr)*w[0] + lr*float32(step-loadStep(state))
-	storeStep(state, step)
+	w[0] = (1-lr)*w[0] + lr*float32(step-LoadInt64(state))
+	StoreInt64(state, step)
 }
 
 func (o *batchSoftmax) Dump(state []float32) *hashtablepb.SingleOptimizerDump {
-	return &hashtablepb.SingleOptimizerDump{Type: &hashtablepb.SingleOptimizerDump_BatchSoftmax{
-		BatchSoftmax: &hashtablepb.BatchSoftmaxOptimizerDump{GlobalStep: proto.Int64(loadStep(span(state, 2)))},
-	}}
+	return dumpNew(o, state)
+}
+
+func (o *batchSoftmax) DumpTo(dst *hashtablepb.SingleOptimizerDump, state []float32) bool {
+	w, ok := dst.Type.(*hashtablepb.SingleOptimizerDump_BatchSoftmax)
+	if !ok || w.BatchSoftmax == nil {
+		w = &hashtablepb.SingleOptimizerDump_BatchSoftmax{BatchSoftmax: &hashtablepb.BatchSoftmaxOptimizerDump{}}
+		dst.Type = w
+	}
+	b := w.BatchSoftmax
+	if b.GlobalStep == nil {
+		b.GlobalStep = new(int64)
+	}
+	*b.GlobalStep = LoadInt64(span(state, 2))
+	return true
 }
 
 func (o *batchSoftmax) Restore(state []float32, d *hashtablepb.SingleOptimizerDump) error {
@@ -615,22 +643,43 @@ func (o *batchSoftmax) Restore(state []float32, d *hashtablepb.SingleOptimizerDu
 	if err := o.checkScalar("global_step", b.GlobalStep != nil); err != nil {
 		return err
 	}
-	storeStep(state, b.GetGlobalStep())
+	StoreInt64(state, b.GetGlobalStep())
 	return nil
 }
 
-// loadStep and storeStep keep an int64 in two float32 words: low 32 bits first. The words
-// hold arbitrary bit patterns (possibly NaNs); Go copies floats bit for bit.
-func loadStep(s []float32) int64 {
+// LoadInt64 and StoreInt64 keep an int64 in the two float32 words s[0], s[1]: low 32 bits
+// first. The words hold arbitrary bit patterns (possibly NaNs); Go copies floats bit for
+// bit. BatchSoftmax keeps its last step this way and ps/table an entry's update time.
+func LoadInt64(s []float32) int64 {
 	return int64(uint64(math.Float32bits(s[0])) | uint64(math.Float32bits(s[1]))<<32)
 }
 
-func storeStep(s []float32, v int64) {
+// StoreInt64 writes v into s[0], s[1] (see LoadInt64).
+func StoreInt64(s []float32, v int64) {
 	s[0] = math.Float32frombits(uint32(v))
 	s[1] = math.Float32frombits(uint32(uint64(v) >> 32))
 }
 
 // ---- helpers ----
+
+// dumpNew is Dump through DumpTo: a fresh SingleOptimizerDump, or nil when o dumps nothing.
+func dumpNew(o interface {
+	DumpTo(*hashtablepb.SingleOptimizerDump, []float32) bool
+}, state []float32) *hashtablepb.SingleOptimizerDump {
+	d := &hashtablepb.SingleOptimizerDump{}
+	if !o.DumpTo(d, state) {
+		return nil
+	}
+	return d
+}
+
+// setFloat32 stores v in the optional field *p, allocating it only when unset.
+func setFloat32(p **float32, v float32) {
+	if *p == nil {
+		*p = new(float32)
+	}
+	**p = v
+}
 
 func fill(s []float32, v float32) {
 	for i := range s {

@@ -164,10 +164,3 @@ func (b *barriers) pruneLocked() {
 		delete(b.mu.m, x.id)
 	}
 }
-
-// len is the number of barrier ids remembered.
-func (b *barriers) len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.mu.m)
-}

@@ -267,3 +267,10 @@ func TestBarrierBookkeepingBounded(t *testing.T) {
 		t.Fatalf("waiter: %v", resp)
 	}
 }
+
+// len is the number of barrier ids remembered.
+func (b *barriers) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.mu.m)
+}

@@ -155,13 +155,3 @@ func (r reservation) wakeLocked() {
 		r.e.wait = nil
 	}
 }
-
-// len is the number of ids in the window.
-func (w *dedupWindow) len() int {
-	if w == nil {
-		return 0
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.ids)
-}

@@ -255,3 +255,13 @@ func TestDedupWaitersOfEvictedEntry(t *testing.T) {
 		t.Fatal("the waiter applied an id whose first attempt was committed")
 	}
 }
+
+// len is the number of ids in the window.
+func (w *dedupWindow) len() int {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ids)
+}

@@ -9,15 +9,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/monolith-go/monolith/ps/server/codec"
+	"github.com/monolith-go/monolith/ps/table"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
+
+// ErrInvalidOptions is wrapped by the error of Validate (and so of New) for inconsistent
+// Options.
+var ErrInvalidOptions = errors.New("ps/server: invalid options")
 
 // Defaults of Options. A zero field of Options means its default.
 const (
 	DefaultListen            = "127.0.0.1:0"
 	DefaultKeepCheckpoints   = 3
 	DefaultMaxFidsPerRequest = 1 << 20
-	DefaultMaxMessageBytes   = 64 << 20
+	DefaultMaxMessageBytes   = codec.DefaultMaxMessageBytes
 	DefaultMemLimitBytes     = int64(1) << 62 // Monolith's monolith_default_machine_info_mem_limit
 	DefaultDedupWindow       = 1 << 16
 )
@@ -102,8 +108,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate reports every inconsistent field, joined. Zero fields that have a default are
-// valid.
+// Validate reports every inconsistent field, joined, in an error matching
+// ErrInvalidOptions. Zero fields that have a default are valid. New calls it.
 func (o Options) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -114,19 +120,8 @@ func (o Options) Validate() error {
 	} else if o.Shard < 0 || o.Shard >= o.NumShards {
 		bad("shard %d out of range [0, %d)", o.Shard, o.NumShards)
 	}
-	if o.Tables == nil || len(o.Tables.GetTables()) == 0 {
-		bad("no tables configured")
-	} else {
-		seen := make(map[string]bool, len(o.Tables.GetTables()))
-		for i, t := range o.Tables.GetTables() {
-			switch {
-			case t.GetName() == "":
-				bad("table %d has no name", i)
-			case seen[t.GetName()]:
-				bad("table %q configured twice", t.GetName())
-			}
-			seen[t.GetName()] = true
-		}
+	if err := table.CheckTables(o.Tables); err != nil {
+		bad("tables: %v", err)
 	}
 	if o.SaveEvery < 0 {
 		bad("save every %v is negative", o.SaveEvery)
@@ -156,8 +151,17 @@ func (o Options) Validate() error {
 			bad("metrics address %q: %v", o.MetricsListen, err)
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return optionsError{errors.Join(errs...)}
 }
+
+// optionsError is Validate's error: the joined problems, matching ErrInvalidOptions.
+type optionsError struct{ error }
+
+func (e optionsError) Unwrap() error        { return e.error }
+func (e optionsError) Is(target error) bool { return target == ErrInvalidOptions }
 
 // metricsAddr binds a bare port ("9100", ":9100") to 127.0.0.1.
 func metricsAddr(a string) string {

@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
@@ -93,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.barriers = newBarriers(s.stopping)
 	for i, spec := range opts.Tables.GetTables() {
-		t, err := table.FromSpec(spec, tableSeed(opts.Seed, opts.Shard, i), s.log.With("table", spec.GetName()))
+		t, err := table.FromSpec(spec, tableSeed(opts.Seed, opts.Shard, i))
 		if err != nil {
 			return nil, fmt.Errorf("ps/server: table %q: %w", spec.GetName(), err)
 		}
@@ -112,18 +113,8 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 
-	s.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
-		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
-		// Embedding responses are large (1000 fids × dim 32 = 128 KiB): windows of 64 KiB
-		// would stall every response on a WINDOW_UPDATE round trip.
-		grpc.InitialWindowSize(windowBytes),
-		grpc.InitialConnWindowSize(windowBytes),
-		grpc.ReadBufferSize(256<<10),
-		grpc.WriteBufferSize(256<<10),
-		grpc.ChainUnaryInterceptor(s.recoverInterceptor),
-		grpc.ForceServerCodecV2(codec.Codec),
-	)
+	s.grpc = grpc.NewServer(append(codec.ServerOptions(opts.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(s.recoverInterceptor))...)
 	pspb.RegisterParameterServerServer(s.grpc, s)
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -147,17 +138,9 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// windowBytes is the HTTP/2 flow-control window of PS connections, both ways.
-const windowBytes = 16 << 20
-
 // tableSeed derives the initializer seed of table i of a shard (splitmix64 finalizer).
 func tableSeed(seed uint64, shard, i int) uint64 {
-	x := seed ^ uint64(shard)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return mix.Mix64(seed ^ uint64(shard)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9)
 }
 
 // restore loads the newest checkpoint of the shard folder into the fresh tables.
@@ -171,13 +154,10 @@ func (s *Server) restore() error {
 		return fmt.Errorf("ps/server: shard %d: find checkpoint in %s: %w", s.opts.Shard, s.ckptDir, err)
 	}
 	start := time.Now()
-	man, err := checkpoint.Restore(context.Background(), path, s.tables)
+	// RestoreShard refuses another shard's checkpoint before loading anything.
+	man, err := checkpoint.RestoreShard(context.Background(), path, s.tables, s.opts.Shard, s.opts.NumShards)
 	if err != nil {
 		return fmt.Errorf("ps/server: shard %d: restore checkpoint %s (not starting empty over it): %w", s.opts.Shard, path, err)
-	}
-	if int(man.GetShard()) != s.opts.Shard || int(man.GetNumShards()) != s.opts.NumShards {
-		return fmt.Errorf("ps/server: checkpoint %s is shard %d of %d, this server is shard %d of %d",
-			path, man.GetShard(), man.GetNumShards(), s.opts.Shard, s.opts.NumShards)
 	}
 	s.step.Store(man.GetStep())
 	var entries int64
@@ -479,7 +459,7 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 		return &pspb.ApplyGradientsResponse{Duplicate: true}
 	}
 	defer rsv.release() // unless committed: a failure or a panic lets a retry apply
-	s.noteStep(req.GetGlobalStep())
+	table.StoreMax(&s.step, req.GetGlobalStep())
 	r, err := t.Apply(fids, grads, lrs, req.GetGlobalStep(), req.GetUpdateTime())
 	if err != nil {
 		return fail("ps/server: apply table %q: %v", t.Name(), err)
@@ -518,16 +498,6 @@ func (s *Server) GlobalStep(ctx context.Context, req *pspb.GlobalStepRequest) (*
 		if s.step.CompareAndSwap(cur, cur+inc) {
 			rsv.commit(cur + inc)
 			return &pspb.GlobalStepResponse{Step: cur + inc}, nil
-		}
-	}
-}
-
-// noteStep raises the global step to step when it is larger.
-func (s *Server) noteStep(step int64) {
-	for {
-		cur := s.step.Load()
-		if step <= cur || s.step.CompareAndSwap(cur, step) {
-			return
 		}
 	}
 }

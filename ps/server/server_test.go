@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,10 +60,13 @@ func TestValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
 			}
+			if !errors.Is(err, ErrInvalidOptions) {
+				t.Fatalf("Validate() = %v, does not match ErrInvalidOptions", err)
+			}
 		})
 	}
-	if _, err := New(Options{}); err == nil {
-		t.Fatal("New(Options{}) succeeded")
+	if _, err := New(Options{}); err == nil || !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("New(Options{}) = %v, want ErrInvalidOptions", err)
 	}
 }
 
@@ -685,5 +689,19 @@ func TestRecoverInterceptor(t *testing.T) {
 		func(context.Context, any) (any, error) { panic("boom") })
 	if status.Code(err) != codes.Internal {
 		t.Fatalf("panic became %v, want Internal", err)
+	}
+}
+
+// TestTableSeedFrozen pins the initializer seeds of the tables: a restarted shard must
+// initialize new fids as before.
+func TestTableSeedFrozen(t *testing.T) {
+	for _, tc := range []struct {
+		seed     uint64
+		shard, i int
+		want     uint64
+	}{{0, 0, 0, 0xf2fea5823ed3a667}, {42, 1, 2, 0xd40a04d1e1d5d884}, {math.MaxUint64, 3, 0, 0x31bd384c1b6978b0}} {
+		if got := tableSeed(tc.seed, tc.shard, tc.i); got != tc.want {
+			t.Errorf("tableSeed(%d, %d, %d) = %#x, want %#x", tc.seed, tc.shard, tc.i, got, tc.want)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package table
 
-import "math"
+import (
+	"iter"
+	"math"
+)
 
 // blk is the number of fids whose index and row loads are issued together.
 const blk = 32
@@ -11,7 +14,9 @@ type grouping struct {
 	hs    []uint64
 	order []int32
 	start [numShards + 1]int32
-	sink  uint64 // keeps the touching loads alive
+	hit   []bool             // LookupOrCreate's presence flags when the caller passes none
+	made  map[int64]struct{} // fids LookupOrCreate created in this call; cleared per call
+	sink  uint64             // keeps the touching loads alive
 }
 
 func (g *grouping) build(fids []int64) {
@@ -22,7 +27,7 @@ func (g *grouping) build(fids []int64) {
 	g.hs, g.order = g.hs[:n], g.order[:n]
 	var cnt [numShards]int32
 	for i, f := range fids {
-		h := mix(uint64(f))
+		h := hash(f)
 		g.hs[i] = h
 		cnt[h>>(64-shardBits)]++
 	}
@@ -38,6 +43,41 @@ func (g *grouping) build(fids []int64) {
 	}
 }
 
+// blocks yields, shard by shard, the positions of each shard in blocks of at most blk,
+// with the index of the shard. The shard's lock (the write lock when write) is held across
+// all its blocks, and the home cells of a block are loaded before it is yielded so that
+// their cache misses overlap. Leaving the loop early releases the lock.
+func (g *grouping) blocks(t *Table, write bool) iter.Seq2[int, []int32] {
+	return func(yield func(int, []int32) bool) {
+		for si := range numShards {
+			lo, hi := g.start[si], g.start[si+1]
+			if lo == hi {
+				continue
+			}
+			sh := &t.shards[si]
+			if write {
+				sh.mu.Lock()
+			} else {
+				sh.mu.RLock()
+			}
+			more := true
+			for b := lo; more && b < hi; b += blk {
+				e := min(b+blk, hi)
+				g.touchKeys(sh, b, e)
+				more = yield(si, g.order[b:e])
+			}
+			if write {
+				sh.mu.Unlock()
+			} else {
+				sh.mu.RUnlock()
+			}
+			if !more {
+				return
+			}
+		}
+	}
+}
+
 // touchKeys loads the home cell of every fid of order[lo:hi] in shard sh.
 func (g *grouping) touchKeys(sh *shard, lo, hi int32) {
 	if sh.idx.keys == nil {
@@ -50,22 +90,9 @@ func (g *grouping) touchKeys(sh *shard, lo, hi int32) {
 	g.sink = acc
 }
 
-// touchRows loads the first and last word of the rows of the present slots, in a tight
-// loop so that the cache misses overlap.
-func (g *grouping) touchRows(sh *shard, slots []uint32, oks []bool, stride int) {
-	acc := g.sink
-	for j, s := range slots {
-		if oks[j] {
-			c := sh.chunks[s>>chunkShift]
-			o := int(s&(chunkRows-1)) * stride
-			acc ^= uint64(math.Float32bits(c[o])) ^ uint64(math.Float32bits(c[o+stride-1]))
-		}
-	}
-	g.sink = acc
-}
-
-// touchRowSlices is touchRows for rows already located (nil for absent).
-func (g *grouping) touchRowSlices(rows [][]float32) {
+// touchRows loads the first and last word of the located rows (nil for absent), in a
+// tight loop so that the cache misses overlap.
+func (g *grouping) touchRows(rows [][]float32) {
 	acc := g.sink
 	for _, r := range rows {
 		if len(r) > 0 {

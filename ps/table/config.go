@@ -2,7 +2,6 @@ package table
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 
 	"google.golang.org/protobuf/encoding/prototext"
@@ -12,36 +11,45 @@ import (
 )
 
 // FromSpec builds a table and its admission filter from one entry of a tables file.
-func FromSpec(spec *pspb.TableSpec, seed uint64, logger *slog.Logger) (*Table, error) {
+func FromSpec(spec *pspb.TableSpec, seed uint64) (*Table, error) {
 	f, err := filter.New(spec.GetFilter(), spec.GetOccurrence())
 	if err != nil {
 		return nil, fmt.Errorf("%w: table %q: %w", ErrInvalidConfig, spec.GetName(), err)
 	}
-	return New(Options{Name: spec.GetName(), Config: spec.GetConfig(), Filter: f, Seed: seed, Logger: logger})
+	return New(Options{Name: spec.GetName(), Config: spec.GetConfig(), Filter: f, Seed: seed})
 }
 
-// ParseTablesConfig parses a text-format TablesConfig and checks what concerns the file
-// as a whole: at least one table, with unique non-empty names. Each table's own config is
-// validated by FromSpec when the table is built (once, by the server).
+// ParseTablesConfig parses a text-format TablesConfig and checks it with CheckTables.
+// Each table's own config is validated by FromSpec when the table is built (once, by the
+// server).
 func ParseTablesConfig(name string, text []byte) (*pspb.TablesConfig, error) {
 	cfg := &pspb.TablesConfig{}
 	if err := prototext.Unmarshal(text, cfg); err != nil {
 		return nil, fmt.Errorf("tables config %s: %w", name, err)
 	}
-	if len(cfg.GetTables()) == 0 {
-		return nil, fmt.Errorf("tables config %s: %w: no tables", name, ErrInvalidConfig)
+	if err := CheckTables(cfg); err != nil {
+		return nil, fmt.Errorf("tables config %s: %w", name, err)
 	}
-	seen := map[string]int{}
+	return cfg, nil
+}
+
+// CheckTables checks what concerns a TablesConfig as a whole: at least one table, with
+// unique non-empty names. Errors wrap ErrInvalidConfig.
+func CheckTables(cfg *pspb.TablesConfig) error {
+	if len(cfg.GetTables()) == 0 {
+		return fmt.Errorf("%w: no tables", ErrInvalidConfig)
+	}
+	seen := make(map[string]int, len(cfg.GetTables()))
 	for i, spec := range cfg.GetTables() {
 		if spec.GetName() == "" {
-			return nil, fmt.Errorf("tables config %s: %w: table %d has no name", name, ErrInvalidConfig, i)
+			return fmt.Errorf("%w: table %d has no name", ErrInvalidConfig, i)
 		}
 		if j, dup := seen[spec.GetName()]; dup {
-			return nil, fmt.Errorf("tables config %s: %w: tables %d and %d are both named %q", name, ErrInvalidConfig, j, i, spec.GetName())
+			return fmt.Errorf("%w: table %q configured twice (tables %d and %d)", ErrInvalidConfig, spec.GetName(), j, i)
 		}
 		seen[spec.GetName()] = i
 	}
-	return cfg, nil
+	return nil
 }
 
 // LoadTablesConfig reads and validates a text-format TablesConfig file.

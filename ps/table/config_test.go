@@ -2,7 +2,6 @@ package table
 
 import (
 	"errors"
-	"log/slog"
 	"testing"
 )
 
@@ -25,7 +24,7 @@ func TestParseTablesConfig(t *testing.T) {
 			}
 			if err == nil {
 				for _, spec := range cfg.GetTables() {
-					if _, err := FromSpec(spec, 0, slog.New(slog.DiscardHandler)); err != nil {
+					if _, err := FromSpec(spec, 0); err != nil {
 						t.Errorf("FromSpec(%s): %v", spec.GetName(), err)
 					}
 				}
@@ -37,7 +36,7 @@ func TestParseTablesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FromSpec(cfg.GetTables()[0], 0, nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := FromSpec(cfg.GetTables()[0], 0); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("FromSpec of a zero-dim table = %v, want ErrInvalidConfig", err)
 	}
 }

@@ -17,16 +17,6 @@ type index struct {
 
 const minIndexCap = 16
 
-// mix is the splitmix64 finalizer: every bit of the fid reaches every bit of the hash.
-func mix(f uint64) uint64 {
-	f ^= f >> 30
-	f *= 0xbf58476d1ce4e5b9
-	f ^= f >> 27
-	f *= 0x94d049bb133111eb
-	f ^= f >> 31
-	return f
-}
-
 // home is the first cell probed for hash h.
 func (x *index) home(h uint64) uint64 { return (h & 0xffffffff) * uint64(len(x.keys)) >> 32 }
 
@@ -97,7 +87,7 @@ func (x *index) rehash(n int) {
 		if k == 0 {
 			continue
 		}
-		j := x.home(mix(k))
+		j := x.home(hash(int64(k)))
 		for x.keys[j] != 0 {
 			j = x.next(j)
 		}
@@ -129,7 +119,7 @@ func (x *index) del(k, h uint64) (uint32, bool) {
 	// Backward-shift deletion: move later members of the run into the hole when their
 	// home position does not lie cyclically in (hole, j].
 	for j := x.next(i); x.keys[j] != 0; j = x.next(j) {
-		home := x.home(mix(x.keys[j]))
+		home := x.home(hash(int64(x.keys[j])))
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 			x.keys[i], x.slots[i] = x.keys[j], x.slots[j]
 			i = j

@@ -18,106 +18,122 @@ func (t *Table) checkRows(what string, fids []int64, vals []float32) error {
 // returns how many were present. Absent fids read as zeros and are not created. found,
 // when not nil, must have len(fids) elements and receives per-position presence.
 func (t *Table) Lookup(fids []int64, out []float32, found []bool) (int, error) {
-	if err := t.checkRows("out", fids, out); err != nil {
+	if err := t.checkLookup(fids, out, found); err != nil {
 		return 0, err
-	}
-	if found != nil && len(found) != len(fids) {
-		return 0, fmt.Errorf("%w: table %q: found has %d elements for %d fids", ErrDimensionMismatch, t.name, len(found), len(fids))
 	}
 	g := t.groupPool.Get().(*grouping)
 	defer t.groupPool.Put(g)
 	g.build(fids)
-	n := 0
-	var slots [blk]uint32
-	var oks [blk]bool
-	for si := range numShards {
-		lo, hi := g.start[si], g.start[si+1]
-		if lo == hi {
-			continue
-		}
-		sh := &t.shards[si]
-		sh.mu.RLock()
-		for b := lo; b < hi; b += blk {
-			e := min(b+blk, hi)
-			g.touchKeys(sh, b, e)
-			for j, i := range g.order[b:e] {
-				slots[j], oks[j] = sh.idx.get(uint64(fids[i]), g.hs[i])
-			}
-			g.touchRows(sh, slots[:e-b], oks[:e-b], t.stride)
-			for j, i := range g.order[b:e] {
-				dst := out[int(i)*t.dim : (int(i)+1)*t.dim]
-				if oks[j] {
-					t.fill(dst, sh.row(slots[j], t.stride))
-					n++
-				} else {
-					clear(dst)
-				}
-				if found != nil {
-					found[i] = oks[j]
-				}
-			}
-		}
-		sh.mu.RUnlock()
-	}
+	n, _ := t.lookup(g, fids, out, found)
 	return n, nil
+}
+
+func (t *Table) checkLookup(fids []int64, out []float32, found []bool) error {
+	if err := t.checkRows("out", fids, out); err != nil {
+		return err
+	}
+	if found != nil && len(found) != len(fids) {
+		return fmt.Errorf("%w: table %q: found has %d elements for %d fids", ErrDimensionMismatch, t.name, len(found), len(fids))
+	}
+	return nil
+}
+
+// lookup is Lookup on a built grouping: it fills out, records presence in found when not
+// nil, and returns the number present and the number absent per shard.
+func (t *Table) lookup(g *grouping, fids []int64, out []float32, found []bool) (n int, missing [numShards]int32) {
+	var rows [blk][]float32
+	for si, order := range g.blocks(t, false) {
+		sh := &t.shards[si]
+		for j, i := range order {
+			rows[j] = nil
+			if s, ok := sh.idx.get(uint64(fids[i]), g.hs[i]); ok {
+				rows[j] = sh.row(s, t.stride)
+			}
+		}
+		g.touchRows(rows[:len(order)])
+		for j, i := range order {
+			dst := out[int(i)*t.dim : (int(i)+1)*t.dim]
+			if r := rows[j]; r != nil {
+				t.fill(dst, r)
+				n++
+			} else {
+				clear(dst)
+				missing[si]++
+			}
+			if found != nil {
+				found[i] = rows[j] != nil
+			}
+		}
+	}
+	return n, missing
 }
 
 // LookupOrCreate is Lookup that creates absent fids the filter admits (each position
 // counts one occurrence), the seed contract's create_if_missing (§8.2). Counting is per
-// position: in the call that creates a fid, every position holding it counts as
-// initialized; found positions count as found. found, when not nil, reports presence
-// after the call.
+// position: in the call that creates a fid, every position holding it from the creating
+// one on counts as initialized; found positions count as found. found, when not nil,
+// reports presence after the call.
+//
+// It is a grouped Lookup followed, for each shard with absent fids, by one pass under the
+// shard's write lock that re-checks them in request order (another call may have created
+// them meanwhile: they count as found) and creates the admitted ones. The filter thus sees
+// the absent positions grouped by shard, in request order within a shard.
 func (t *Table) LookupOrCreate(fids []int64, out []float32, found []bool) (numFound, numInit int, err error) {
-	if err := t.checkRows("out", fids, out); err != nil {
+	if err := t.checkLookup(fids, out, found); err != nil {
 		return 0, 0, err
 	}
-	if found != nil && len(found) != len(fids) {
-		return 0, 0, fmt.Errorf("%w: table %q: found has %d elements for %d fids", ErrDimensionMismatch, t.name, len(found), len(fids))
-	}
-	var created map[int64]struct{}
-	for i, f := range fids {
-		dst := out[i*t.dim : (i+1)*t.dim]
-		sh, h := t.locate(f)
-		sh.mu.RLock()
-		s, ok := sh.idx.get(uint64(f), h)
-		if ok {
-			t.fill(dst, sh.row(s, t.stride))
+	g := t.groupPool.Get().(*grouping)
+	defer t.groupPool.Put(g)
+	g.build(fids)
+	hit := found
+	if hit == nil {
+		if cap(g.hit) < len(fids) {
+			g.hit = make([]bool, len(fids))
 		}
-		sh.mu.RUnlock()
-		switch {
-		case ok:
-			if _, mine := created[f]; mine {
-				numInit++
-			} else {
-				numFound++
+		hit = g.hit[:len(fids)]
+	}
+	numFound, missing := t.lookup(g, fids, out, hit)
+	if numFound == len(fids) {
+		return numFound, 0, nil
+	}
+	clear(g.made)
+	for si := range numShards {
+		if missing[si] == 0 {
+			continue
+		}
+		sh := &t.shards[si]
+		sh.mu.Lock()
+		for _, i := range g.order[g.start[si]:g.start[si+1]] {
+			if hit[i] {
+				continue
 			}
-		default:
-			sh.mu.Lock()
-			if s, ok = sh.idx.get(uint64(f), h); ok { // created concurrently
+			f := fids[i]
+			dst := out[int(i)*t.dim : (int(i)+1)*t.dim]
+			if s, ok := sh.idx.get(uint64(f), g.hs[i]); ok { // created earlier in this call, or by another
 				t.fill(dst, sh.row(s, t.stride))
-				numFound++
+				if _, mine := g.made[f]; mine {
+					numInit++
+				} else {
+					numFound++
+				}
+				hit[i] = true
 			} else if t.filter == nil || t.filter.Admit(f, 1) {
-				r, cerr := t.create(sh, uint64(f), h)
+				r, cerr := t.create(sh, uint64(f), g.hs[i])
 				if cerr != nil {
 					sh.mu.Unlock()
 					return numFound, numInit, fmt.Errorf("table %q: %w", t.name, cerr)
 				}
 				setTime(r, t.now())
 				t.fill(dst, r)
-				if created == nil {
-					created = map[int64]struct{}{}
+				if g.made == nil {
+					g.made = map[int64]struct{}{}
 				}
-				created[f] = struct{}{}
+				g.made[f] = struct{}{}
 				numInit++
-				ok = true
-			} else {
-				clear(dst)
+				hit[i] = true
 			}
-			sh.mu.Unlock()
 		}
-		if found != nil {
-			found[i] = ok
-		}
+		sh.mu.Unlock()
 	}
 	return numFound, numInit, nil
 }
@@ -159,45 +175,34 @@ func (t *Table) Apply(fids []int64, grads, lrs []float32, step, updateTime int64
 	defer t.groupPool.Put(g)
 	g.build(ids)
 	var rows [blk][]float32
-	for si := range numShards {
-		lo, hi := g.start[si], g.start[si+1]
-		if lo == hi {
-			continue
-		}
+	for si, order := range g.blocks(t, true) {
 		sh := &t.shards[si]
-		sh.mu.Lock()
-		for b := lo; b < hi; b += blk {
-			e := min(b+blk, hi)
-			g.touchKeys(sh, b, e)
-			for j, u := range g.order[b:e] {
-				f := ids[u]
-				s, ok := sh.idx.get(uint64(f), g.hs[u])
-				switch {
-				case ok:
-					rows[j] = sh.row(s, t.stride)
-				case !t.readOnly && (t.filter == nil || t.filter.Admit(f, uint32(agg.Counts[u]))):
-					r, err := t.create(sh, uint64(f), g.hs[u])
-					if err != nil {
-						sh.mu.Unlock()
-						return res, fmt.Errorf("table %q: %w", t.name, err)
-					}
-					rows[j] = r
-					res.Created++
-				default:
-					rows[j] = nil
-					res.NotFound++
+		for j, u := range order {
+			f := ids[u]
+			s, ok := sh.idx.get(uint64(f), g.hs[u])
+			switch {
+			case ok:
+				rows[j] = sh.row(s, t.stride)
+			case !t.readOnly && (t.filter == nil || t.filter.Admit(f, uint32(agg.Counts[u]))):
+				r, err := t.create(sh, uint64(f), g.hs[u])
+				if err != nil {
+					return res, fmt.Errorf("table %q: %w", t.name, err) // blocks unlocks
 				}
-			}
-			g.touchRowSlices(rows[:e-b])
-			for j, u := range g.order[b:e] {
-				if r := rows[j]; r != nil {
-					t.step(r, agg.Row(int(u)), gbuf, lrs, step)
-					setTime(r, updateTime)
-					res.Updated++
-				}
+				rows[j] = r
+				res.Created++
+			default:
+				rows[j] = nil
+				res.NotFound++
 			}
 		}
-		sh.mu.Unlock()
+		g.touchRows(rows[:len(order)])
+		for j, u := range order {
+			if r := rows[j]; r != nil {
+				t.step(r, agg.Row(int(u)), gbuf, lrs, step)
+				setTime(r, updateTime)
+				res.Updated++
+			}
+		}
 	}
 	t.raiseMaxUpdate(updateTime)
 	return res, nil
@@ -270,7 +275,7 @@ func (t *Table) Evict() int {
 			}
 		})
 		for _, k := range victims {
-			if s, ok := sh.idx.del(k, mix(k)); ok {
+			if s, ok := sh.idx.del(k, hash(int64(k))); ok {
 				sh.free = append(sh.free, s)
 				n++
 			}
@@ -326,14 +331,25 @@ func (t *Table) Stats() Stats {
 // Snapshot calls fn with an EntryDump of every live, unexpired entry (expiry against the
 // clock at the start of the snapshot). It copies one shard at a time under that shard's
 // read lock and calls fn outside any lock, so lookups and applies continue meanwhile;
-// each entry is consistent, the snapshot as a whole is not a single instant. fn must not
-// retain the dump. Returns fn's first error.
-func (t *Table) Snapshot(fn func(*hashtablepb.EntryDump) error) error {
+// each entry is consistent, the snapshot as a whole is not a single instant. Returns fn's
+// first error.
+//
+// Every call of fn receives the same *EntryDump, overwritten in place for each entry: its
+// id and time pointers, its value slice and its optimizer dumps with their slices are
+// reused. fn must not retain d or anything reachable from it after it returns (marshal it,
+// or proto.Clone it), nor modify it.
+func (t *Table) Snapshot(fn func(d *hashtablepb.EntryDump) error) error {
 	clock := t.maxUpdate.Load()
 	var keys []uint64
 	var rows []float32
-	d := &hashtablepb.EntryDump{Opt: &hashtablepb.OptimizerDump{}}
-	num := make([]float32, t.dim)
+	var id, lts int64
+	d := &hashtablepb.EntryDump{Id: &id, LastUpdateTsSec: &lts, Num: make([]float32, t.dim), Opt: &hashtablepb.OptimizerDump{}}
+	// One reusable SingleOptimizerDump per segment that dumps, in segment order.
+	for i := range t.segs {
+		if t.segs[i].dumps {
+			d.Opt.Dump = append(d.Opt.Dump, &hashtablepb.SingleOptimizerDump{})
+		}
+	}
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.RLock()
@@ -349,14 +365,14 @@ func (t *Table) Snapshot(fn func(*hashtablepb.EntryDump) error) error {
 			if t.expired(int64(k), ts, clock) {
 				continue
 			}
-			copy(num, r[:t.dim])
-			id, lts := int64(k), ts
-			d.Id, d.Num, d.LastUpdateTsSec = &id, num, &lts
-			d.Opt.Dump = d.Opt.Dump[:0]
+			id, lts = int64(k), ts
+			copy(d.Num, r[:t.dim])
+			od := d.Opt.Dump
 			for si := range t.segs {
 				sg := &t.segs[si]
-				if od := sg.opt.Dump(r[sg.stOff : sg.stOff+sg.stN]); od != nil {
-					d.Opt.Dump = append(d.Opt.Dump, od)
+				if sg.dumps {
+					sg.opt.DumpTo(od[0], r[sg.stOff:sg.stOff+sg.stN])
+					od = od[1:]
 				}
 			}
 			if err := fn(d); err != nil {

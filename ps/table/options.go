@@ -2,7 +2,6 @@ package table
 
 import (
 	"errors"
-	"log/slog"
 
 	"github.com/monolith-go/monolith/ps/filter"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
@@ -29,8 +28,7 @@ type Options struct {
 	// Seed seeds the random initializers (each internal shard derives its own stream).
 	Seed uint64
 	// Now returns wall-clock seconds (default time.Now); tests pin it.
-	Now    func() int64
-	Logger *slog.Logger
+	Now func() int64
 }
 
 // ApplyResult counts what an Apply did, per unique fid.

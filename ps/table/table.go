@@ -2,13 +2,13 @@ package table
 
 import (
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/kernels/reduce"
 	"github.com/monolith-go/monolith/ps/compress"
@@ -58,7 +58,6 @@ type Table struct {
 	filter   filter.Filter
 	readOnly bool
 	now      func() int64
-	log      *slog.Logger
 
 	defaultExpire int64           // seconds, 0 = never
 	slotExpire    map[int64]int64 // per-slot override, seconds (0 = never)
@@ -99,12 +98,9 @@ func New(opts Options) (*Table, error) {
 	if len(ec.GetSegments()) == 0 {
 		return nil, fmt.Errorf("%w: table %q: entry_config has no segments", ErrInvalidConfig, opts.Name)
 	}
-	t := &Table{name: opts.Name, cfg: cfg, filter: opts.Filter, readOnly: opts.ReadOnlyApply, now: opts.Now, log: opts.Logger}
+	t := &Table{name: opts.Name, cfg: cfg, filter: opts.Filter, readOnly: opts.ReadOnlyApply, now: opts.Now}
 	if t.now == nil {
 		t.now = func() int64 { return time.Now().Unix() }
-	}
-	if t.log == nil {
-		t.log = slog.Default()
 	}
 	stateOff := 0
 	for i, s := range ec.GetSegments() {
@@ -175,8 +171,12 @@ func (t *Table) Filter() filter.Filter { return t.filter }
 // MaxUpdateTime is the newest update time the table has seen: the expiry clock.
 func (t *Table) MaxUpdateTime() int64 { return t.maxUpdate.Load() }
 
+// hash is the hash of fid f that places it: its top shardBits bits pick the shard, its
+// low 32 bits the home cell in the shard's index (splitmix64, frozen).
+func hash(f int64) uint64 { return mix.Mix64(uint64(f)) }
+
 func (t *Table) locate(f int64) (*shard, uint64) {
-	h := mix(uint64(f))
+	h := hash(f)
 	return &t.shards[h>>(64-shardBits)], h
 }
 
@@ -237,22 +237,19 @@ func (t *Table) initRow(r []float32, rng *rand.Rand) {
 	setTime(r, 0)
 }
 
-func rowTime(r []float32) int64 {
-	n := len(r)
-	return int64(uint64(math.Float32bits(r[n-2])) | uint64(math.Float32bits(r[n-1]))<<32)
-}
+// rowTime is the update time of row r, kept in its last timeWords words.
+func rowTime(r []float32) int64 { return optimizer.LoadInt64(r[len(r)-timeWords:]) }
 
-func setTime(r []float32, ts int64) {
-	n := len(r)
-	r[n-2] = math.Float32frombits(uint32(uint64(ts)))
-	r[n-1] = math.Float32frombits(uint32(uint64(ts) >> 32))
-}
+func setTime(r []float32, ts int64) { optimizer.StoreInt64(r[len(r)-timeWords:], ts) }
 
 // raiseMaxUpdate lifts the expiry clock to ts.
-func (t *Table) raiseMaxUpdate(ts int64) {
+func (t *Table) raiseMaxUpdate(ts int64) { StoreMax(&t.maxUpdate, ts) }
+
+// StoreMax atomically raises a to v when v is larger.
+func StoreMax(a *atomic.Int64, v int64) {
 	for {
-		cur := t.maxUpdate.Load()
-		if ts <= cur || t.maxUpdate.CompareAndSwap(cur, ts) {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
 			return
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
 
 const benchBatch = 1000
@@ -107,4 +109,82 @@ func BenchmarkApplyAdagrad(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n/benchBatch*benchBatch)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M-updates/s")
+}
+
+// BenchmarkLookupOrCreate is the training lookup (create_if_missing). hit: N ids uniform
+// in [0, N) of a table holding [0, N), all present; half-new: N ids uniform in [0, 2N) of
+// a fresh table holding [0, N) per iteration, so about a third of the lookups create.
+func BenchmarkLookupOrCreate(b *testing.B) {
+	n := benchN(b)
+	run := func(b *testing.B, tb *Table, fids []int64, out []float32) {
+		for i := 0; i < len(fids); i += benchBatch {
+			m := min(benchBatch, len(fids)-i)
+			if _, _, err := tb.LookupOrCreate(fids[i:i+m], out[:m*32], nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	out := make([]float32, benchBatch*32)
+	b.Run("hit", func(b *testing.B) {
+		tb := benchTable(b, `sgd {}`)
+		fill(b, tb, n)
+		rng := rand.New(rand.NewPCG(5, 6))
+		fids := make([]int64, n)
+		for i := range fids {
+			fids[i] = int64(rng.IntN(n))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			run(b, tb, fids, out)
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M-lookups/s")
+	})
+	b.Run("half-new", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		fids := make([]int64, n)
+		for i := range fids {
+			fids[i] = int64(rng.IntN(2 * n))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			tb := benchTable(b, `sgd {}`)
+			fill(b, tb, n)
+			runtime.GC()
+			b.StartTimer()
+			run(b, tb, fids, out)
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M-lookups/s")
+	})
+}
+
+// BenchmarkSnapshot walks a table of N/10 entries with a callback that keeps nothing, for
+// the optimizers whose dumps have one, two and three repeated fields; allocs/entry is the
+// heap allocations per entry dumped.
+func BenchmarkSnapshot(b *testing.B) {
+	n := benchN(b) / 10
+	for _, opt := range []string{`sgd {}`, `adagrad {}`, `ftrl {}`, `adam {}`, `amsgrad {}`} {
+		b.Run(opt[:len(opt)-3], func(b *testing.B) {
+			tb := benchTable(b, opt)
+			fill(b, tb, n)
+			entries := 0
+			var before, after runtime.MemStats
+			b.ReportAllocs()
+			b.ResetTimer()
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				entries = 0
+				if err := tb.Snapshot(func(*hashtablepb.EntryDump) error { entries++; return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			if entries != n {
+				b.Fatalf("snapshot gave %d entries, want %d", entries, n)
+			}
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/float64(n), "allocs/entry")
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M-entries/s")
+		})
+	}
 }

@@ -19,6 +19,10 @@ const (
 // MaxHeaderValue bounds one key or value of the header metadata.
 const MaxHeaderValue = 16 << 20
 
+// MaxBlockSize is the largest block the readers of this module accept by default
+// (Config.MaxBlockSize), compressed or uncompressed.
+const MaxBlockSize = 1 << 30
+
 // KnownCodec reports whether codec is one of Null, Deflate and Snappy.
 func KnownCodec(codec string) bool {
 	switch codec {

@@ -210,6 +210,70 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// countingWriter counts the calls to Write.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestWriterWrites: the header and every block reach the underlying writer in one Write
+// each, the same bytes as to a bytes.Buffer.
+func TestWriterWrites(t *testing.T) {
+	for _, codec := range []string{Null, Deflate, Snappy} {
+		var cw countingWriter
+		w, err := NewWriter(&cw, schema, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := testItems()
+		for _, it := range items {
+			if err := w.WriteBlock(1, appendItem(nil, it)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cw.writes != 1+len(items) {
+			t.Errorf("%s: %d writes for the header and %d blocks", codec, cw.writes, len(items))
+		}
+		got, r, err := readItems(cw.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		sameItems(t, got, items)
+		if r.Items() != int64(len(items)) {
+			t.Errorf("%s: Items() = %d after %d items", codec, r.Items(), len(items))
+		}
+	}
+}
+
+// TestItems: Items counts the items Next handed out; Item is the last one's index.
+func TestItems(t *testing.T) {
+	r, err := NewReader(bytes.NewReader(file(t, Null, testItems(), 2)), &testConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(len(testItems())) {
+		if r.Items() != i {
+			t.Fatalf("Items() = %d before item %d", r.Items(), i)
+		}
+		d, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		decodeItem(d)
+		if r.Item() != i || r.Items() != i+1 {
+			t.Fatalf("after item %d: Item() = %d, Items() = %d", i, r.Item(), r.Items())
+		}
+	}
+	if _, err := r.Next(); err != io.EOF || r.Items() != int64(len(testItems())) {
+		t.Errorf("at the end: %v, Items() = %d", err, r.Items())
+	}
+}
+
 // TestDecoder: every primitive stops at the end of the data or at a bad value with an error
 // that names the item, or the field where there is one.
 func TestDecoder(t *testing.T) {

@@ -119,6 +119,10 @@ func (r *Reader) Next() (*Decoder, error) {
 // last, or the block a failed Next was reading.
 func (r *Reader) Offset() int64 { return r.off }
 
+// Items returns the number of items Next has handed out: the index in the file of the
+// item the next call returns.
+func (r *Reader) Items() int64 { return r.items }
+
 // Item returns the 0-based index in the file of the current item: the item Next returned
 // last, or the item a failed Next is about (the last item of a block followed by stray
 // bytes, the first item of a block that could not be read). It is 0 before the first item.
@@ -167,13 +171,12 @@ func (r *Reader) readHeader() error {
 		return err
 	}
 	r.meta = meta
-	switch c := string(meta["avro.codec"]); c {
-	case "":
-		r.codec = Null
-	case Null, Deflate, Snappy:
-		r.codec = c
-	default:
-		return fmt.Errorf("%w: unsupported codec %q", r.cfg.ErrFormat, c)
+	r.codec = string(meta["avro.codec"])
+	if r.codec == "" {
+		r.codec = Null // the spec's default
+	}
+	if !KnownCodec(r.codec) {
+		return fmt.Errorf("%w: unsupported codec %q", r.cfg.ErrFormat, r.codec)
 	}
 	if _, ok := meta["avro.schema"]; !ok {
 		return fmt.Errorf("%w: no avro.schema in the header", r.cfg.ErrFormat)

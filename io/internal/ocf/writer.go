@@ -48,19 +48,18 @@ type Writer struct {
 	comp  bytes.Buffer // deflated block
 	fw    *flate.Writer
 	snap  []byte // snappy block
-	frame []byte
+	frame []byte // the framed block
 }
 
 // NewWriter writes the header to w: the metadata avro.schema = schema, avro.codec = codec
 // (Null, Deflate or Snappy), then meta in order, and a random sync marker.
 func NewWriter(w io.Writer, schema, codec string, meta ...[2]string) (*Writer, error) {
-	ow := &Writer{w: w, codec: codec}
-	switch codec {
-	case Null, Snappy:
-	case Deflate:
-		ow.fw, _ = flate.NewWriter(&ow.comp, flate.DefaultCompression) // the level is valid
-	default:
+	if !KnownCodec(codec) {
 		return nil, fmt.Errorf("unknown codec %q", codec)
+	}
+	ow := &Writer{w: w, codec: codec}
+	if codec == Deflate {
+		ow.fw, _ = flate.NewWriter(&ow.comp, flate.DefaultCompression) // the level is valid
 	}
 	if _, err := crand.Read(ow.sync[:]); err != nil {
 		return nil, fmt.Errorf("sync marker: %w", err)
@@ -80,7 +79,8 @@ func NewWriter(w io.Writer, schema, codec string, meta ...[2]string) (*Writer, e
 	return ow, nil
 }
 
-// WriteBlock compresses data, the encoding of count items, and writes it as one block.
+// WriteBlock compresses data, the encoding of count items, and writes it as one block, in
+// one call to the underlying writer (which therefore needs no buffering).
 func (w *Writer) WriteBlock(count int64, data []byte) error {
 	switch w.codec {
 	case Deflate:
@@ -101,12 +101,7 @@ func (w *Writer) WriteBlock(count int64, data []byte) error {
 		data = w.snap
 	}
 	w.frame = AppendLong(AppendLong(w.frame[:0], count), int64(len(data)))
-	if _, err := w.w.Write(w.frame); err != nil {
-		return err
-	}
-	if _, err := w.w.Write(data); err != nil {
-		return err
-	}
-	_, err := w.w.Write(w.sync[:])
+	w.frame = append(append(w.frame, data...), w.sync[:]...)
+	_, err := w.w.Write(w.frame)
 	return err
 }
