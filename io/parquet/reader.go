@@ -11,9 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/monolith-go/monolith/io/internal/pqfile"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
@@ -22,7 +22,7 @@ const readBatchRows = 4096
 
 // Reader reads record batches from a Parquet file written by Writer.
 type Reader struct {
-	pf      *file.Reader
+	pf      *pqfile.File
 	rr      pqarrow.RecordReader
 	mem     memory.Allocator
 	marker  int                 // index of BatchColumn in the decoded records
@@ -49,17 +49,10 @@ func NewReader(r parquet.ReaderAtSeeker, mem memory.Allocator) (rd *Reader, err 
 			rd, err = nil, fmt.Errorf("%sopen: %w", errPrefix, err)
 		}
 	}()
-	props := parquet.NewReaderProperties(mem)
-	props.BufferedStreamEnabled = true
-	// noClose keeps file.Reader.Close from closing r, which belongs to the caller.
-	rd.pf, err = file.NewParquetReader(noClose{r}, file.WithReadProps(props))
-	if err != nil {
+	if rd.pf, err = pqfile.Open(r, mem, readBatchRows); err != nil {
 		return rd, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
-	fr, err := pqarrow.NewFileReader(rd.pf, pqarrow.ArrowReadProperties{BatchSize: readBatchRows}, mem)
-	if err != nil {
-		return rd, fmt.Errorf("%w: %v", ErrFormat, err)
-	}
+	fr := rd.pf.Arrow
 	sc, err := fr.Schema()
 	if err != nil {
 		return rd, fmt.Errorf("%w: %v", ErrFormat, err)
@@ -68,8 +61,8 @@ func NewReader(r parquet.ReaderAtSeeker, mem memory.Allocator) (rd *Reader, err 
 	if len(idx) != 1 || !arrow.TypeEqual(sc.Field(idx[0]).Type, arrow.BinaryTypes.String) {
 		return rd, fmt.Errorf("%w: no utf8 column %q: not a file of batches", ErrFormat, BatchColumn)
 	}
-	rd.marker, rd.total = idx[0], rd.pf.NumRows()
-	if v := rd.pf.MetaData().KeyValueMetadata().FindValue(MetaEmptyBatches); v != nil {
+	rd.marker, rd.total = idx[0], rd.pf.Parquet.NumRows()
+	if v := rd.pf.Parquet.MetaData().KeyValueMetadata().FindValue(MetaEmptyBatches); v != nil {
 		if err := json.Unmarshal([]byte(*v), &rd.empties); err != nil {
 			return rd, fmt.Errorf("%w: %s: %v", ErrFormat, MetaEmptyBatches, err)
 		}
@@ -245,12 +238,8 @@ func (r *Reader) Close() error {
 	if r.err == nil {
 		r.err = errors.New(errPrefix + "read on a closed Reader")
 	}
-	if r.pf != nil {
-		pf := r.pf
-		r.pf = nil
-		if err := pf.Close(); err != nil {
-			return fmt.Errorf("%sclose: %w", errPrefix, err)
-		}
+	if err := r.pf.Close(); err != nil {
+		return fmt.Errorf("%sclose: %w", errPrefix, err)
 	}
 	return nil
 }
@@ -350,7 +339,3 @@ func emptyRecord(mem memory.Allocator, enc []byte) (arrow.RecordBatch, error) {
 	}
 	return rec, nil
 }
-
-// noClose hides the Close method of a reader (file.Reader.Close closes its source when it
-// can, but r belongs to the caller of NewReader).
-type noClose struct{ parquet.ReaderAtSeeker }

@@ -9,7 +9,8 @@
 //
 //	entrydump  <table>.entries  TFRecord of hashtablepb.EntryDump protos, one record per
 //	                            entry: Monolith's single-table save format (uncompressed).
-//	                            Records are re-marshalled, so unknown proto fields survive.
+//	                            Export copies the checkpoint's records byte for byte, and
+//	                            EntryDumpWriter re-marshals, so unknown proto fields survive.
 //	avro       <table>.avro     Avro object container file of schemas/avsc.EntryDump
 //	                            records; header metadata avro.schema, avro.codec (deflate
 //	                            by default, null or snappy), MetaTable and MetaDim.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/io/tfrecord"
+	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
 
@@ -34,6 +36,45 @@ func (w *EntryDumpWriter) Write(d *hashtablepb.EntryDump) error {
 	}
 	if err := w.tw.Write(w.buf); err != nil {
 		return fmt.Errorf("%s%w", errPrefix, err)
+	}
+	return nil
+}
+
+// writeRecord appends rec, the wire encoding of an EntryDump, as one record, unchanged.
+func (w *EntryDumpWriter) writeRecord(rec []byte) error {
+	if w.closed {
+		return errors.New(errPrefix + "write on a closed writer")
+	}
+	if err := w.tw.Write(rec); err != nil {
+		return fmt.Errorf("%s%w", errPrefix, err)
+	}
+	return nil
+}
+
+// entryIDField is the field number of EntryDump.id (sfixed64).
+const entryIDField protowire.Number = 1
+
+// checkRecord checks that rec, a record of a checkpoint's entries file, is a sequence of
+// well-formed protobuf fields holding EntryDump.id, as Export needs of every entry. It
+// reads the top-level fields only (their contents are left to Verify, which parses
+// them). A malformed record is an error wrapping checkpoint.ErrCorrupt, one without id
+// an error wrapping ErrUnsupported.
+func checkRecord(rec []byte) error {
+	hasID := false
+	for len(rec) > 0 {
+		num, typ, n := protowire.ConsumeTag(rec)
+		if n >= 0 {
+			rec = rec[n:]
+			n = protowire.ConsumeFieldValue(num, typ, rec)
+		}
+		if n < 0 {
+			return fmt.Errorf("%w: not an EntryDump: %w", checkpoint.ErrCorrupt, protowire.ParseError(n))
+		}
+		rec = rec[n:]
+		hasID = hasID || num == entryIDField && typ == protowire.Fixed64Type
+	}
+	if !hasID {
+		return fmt.Errorf("%w: the entry has no id", ErrUnsupported)
 	}
 	return nil
 }

@@ -49,9 +49,11 @@ func checkNames(src *Source, f Format) error {
 // file per table named FileName(table, f). Each file is written atomically: it appears
 // complete or not at all, replacing an earlier export of the table. Tables are written
 // one after another, streaming from the checkpoint (Parquet holds one row group in
-// memory); when a table fails, the files of the tables before it stay. An entry without
-// id, or, for Avro and Parquet, with proto fields unknown to this build, is an error
-// wrapping ErrUnsupported.
+// memory); when a table fails, the files of the tables before it stay. EntryDump files
+// get the checkpoint's records as they are (their top-level fields checked, their contents
+// left to Verify); Avro and Parquet files are written from the parsed entries. An entry
+// without id, or, for Avro and Parquet, with proto fields unknown to this build, is an
+// error wrapping ErrUnsupported.
 func Export(ctx context.Context, src *Source, f Format, outDir string, opts ...Option) (Summary, error) {
 	sum := Summary{Format: f, Dir: outDir}
 	if err := checkNames(src, f); err != nil {
@@ -86,13 +88,24 @@ func exportTable(ctx context.Context, t *Table, f Format, path string, opts []Op
 	if err != nil {
 		return ts, err
 	}
-	err = t.Scan(ctx, func(d *hashtablepb.EntryDump) error {
-		if d.Id == nil {
-			return fmt.Errorf("%w: the entry has no id", ErrUnsupported)
-		}
-		ts.Entries++
-		return w.Write(d)
-	})
+	if ew, ok := w.(*EntryDumpWriter); ok {
+		// The checkpoint's records are EntryDumps already: copy them without parsing.
+		err = t.scanRecords(ctx, func(rec []byte) error {
+			if err := checkRecord(rec); err != nil {
+				return err
+			}
+			ts.Entries++
+			return ew.writeRecord(rec)
+		})
+	} else {
+		err = t.Scan(ctx, func(d *hashtablepb.EntryDump) error {
+			if d.Id == nil {
+				return fmt.Errorf("%w: the entry has no id", ErrUnsupported)
+			}
+			ts.Entries++
+			return w.Write(d)
+		})
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
+	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
 
@@ -62,14 +62,12 @@ func (f Format) Ext() string {
 	return ""
 }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
-
-// FileName is the name of the export file of table in format f: the table name with every
-// run of characters other than ASCII letters, digits, '_', '.' and '-' replaced by '_'
-// (as in the checkpoint's own file names), then f.Ext(). Two tables whose names map to
+// FileName is the name of the export file of table in format f: checkpoint.SafeName(table)
+// (every run of characters other than ASCII letters, digits, '_', '.' and '-' replaced by
+// '_', as in the checkpoint's own file names), then f.Ext(). Two tables whose names map to
 // the same file cannot be exported together.
 func FileName(table string, f Format) string {
-	return unsafeChars.ReplaceAllString(table, "_") + f.Ext()
+	return checkpoint.SafeName(table) + f.Ext()
 }
 
 const errPrefix = "io/tableexport: "

@@ -10,9 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/monolith-go/monolith/io/internal/pqfile"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
 
@@ -239,8 +239,7 @@ func (w *ParquetWriter) Close() error {
 
 // ParquetReader reads a Parquet file with ParquetSchema, row group by row group.
 type ParquetReader struct {
-	pf       *file.Reader
-	fr       *pqarrow.FileReader
+	pf       *pqfile.File
 	rr       pqarrow.RecordReader
 	file     string
 	table    string
@@ -290,18 +289,11 @@ func NewParquetReader(r parquet.ReaderAtSeeker, opts ...Option) (pr *ParquetRead
 			pr, err = nil, &CorruptError{File: c.fileName, Record: -1, Offset: -1, RowGroup: -1, Err: err}
 		}
 	}()
-	props := parquet.NewReaderProperties(c.mem)
-	props.BufferedStreamEnabled = true
-	pr.pf, err = file.NewParquetReader(noClose{r}, file.WithReadProps(props))
-	if err != nil {
+	// Every read runs on this goroutine (pqfile), where panics are recovered.
+	if pr.pf, err = pqfile.Open(r, c.mem, readBatchRows); err != nil {
 		return pr, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
-	// Not Parallel: every read runs on this goroutine, where panics are recovered.
-	pr.fr, err = pqarrow.NewFileReader(pr.pf, pqarrow.ArrowReadProperties{BatchSize: readBatchRows}, c.mem)
-	if err != nil {
-		return pr, fmt.Errorf("%w: %v", ErrFormat, err)
-	}
-	sc, err := pr.fr.Schema()
+	sc, err := pr.pf.Arrow.Schema()
 	if err != nil {
 		return pr, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
@@ -314,15 +306,11 @@ func NewParquetReader(r parquet.ReaderAtSeeker, opts ...Option) (pr *ParquetRead
 			return pr, fmt.Errorf("%w: column %d is %s, an export file has %s", ErrFormat, i, got, want)
 		}
 	}
-	if v := pr.pf.MetaData().KeyValueMetadata().FindValue(MetaTable); v != nil {
+	if v := pr.pf.Parquet.MetaData().KeyValueMetadata().FindValue(MetaTable); v != nil {
 		pr.table, pr.hasTable = *v, true
 	}
 	return pr, nil
 }
-
-// noClose hides the Close method of a reader (file.Reader.Close closes its source when it
-// can, but r belongs to the caller of NewParquetReader).
-type noClose struct{ parquet.ReaderAtSeeker }
 
 // Table returns the table named in the file's metadata (MetaTable).
 func (r *ParquetReader) Table() string { return r.table }
@@ -373,22 +361,22 @@ func (r *ParquetReader) nextRecord() error {
 			r.rec, r.row = rec, 0
 			return r.bind()
 		}
-		if want := r.pf.MetaData().RowGroup(r.rg).NumRows(); r.rgRows != want {
+		if want := r.pf.Parquet.MetaData().RowGroup(r.rg).NumRows(); r.rgRows != want {
 			return fmt.Errorf("%w: row group %d has %d rows, its metadata says %d", ErrFormat, r.rg, r.rgRows, want)
 		}
 		r.rr.Release()
 		r.rr = nil
 	}
-	if r.rg+1 >= r.pf.NumRowGroups() {
-		if r.record != r.pf.NumRows() {
+	if r.rg+1 >= r.pf.Parquet.NumRowGroups() {
+		if r.record != r.pf.Parquet.NumRows() {
 			return &CorruptError{File: r.file, Record: -1, Offset: -1, RowGroup: -1,
-				Err: fmt.Errorf("%w: the file has %d rows, its row groups %d", ErrFormat, r.pf.NumRows(), r.record)}
+				Err: fmt.Errorf("%w: the file has %d rows, its row groups %d", ErrFormat, r.pf.Parquet.NumRows(), r.record)}
 		}
 		return io.EOF
 	}
 	r.rg++
 	r.rgRows = 0
-	rr, err := r.fr.GetRecordReader(context.Background(), nil, []int{r.rg})
+	rr, err := r.pf.Arrow.GetRecordReader(context.Background(), nil, []int{r.rg})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrFormat, err)
 	}
@@ -580,12 +568,8 @@ func (r *ParquetReader) Close() error {
 	if r.err == nil {
 		r.err = errors.New(errPrefix + "read on a closed reader")
 	}
-	if r.pf != nil {
-		pf := r.pf
-		r.pf = nil
-		if err := pf.Close(); err != nil {
-			return fmt.Errorf("%sclose: %w", errPrefix, err)
-		}
+	if err := r.pf.Close(); err != nil {
+		return fmt.Errorf("%sclose: %w", errPrefix, err)
 	}
 	return nil
 }

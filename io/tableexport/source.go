@@ -2,6 +2,7 @@ package tableexport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,12 +15,6 @@ import (
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
-
-// manifestName is the manifest file of a checkpoint folder (ps/checkpoint).
-const manifestName = "MANIFEST.json"
-
-// latestName is the file of a checkpoint root naming its newest checkpoint (ps/checkpoint).
-const latestName = "LATEST"
 
 // shardPattern matches the shard folders of a multi-shard checkpoint root, as
 // ps/server.ShardDir names them. No leading zeros, so two folders cannot name one shard.
@@ -65,15 +60,14 @@ type part struct {
 // The tables of the shards' manifests are merged by name: every shard must hold the same
 // tables with the same dims. Manifests are read and checked; table files are not opened.
 func Resolve(dir string) (*Source, error) {
-	if _, err := os.Stat(filepath.Join(dir, manifestName)); err == nil {
+	if checkpoint.IsCheckpoint(dir) {
 		return resolveOne(dir, dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, latestName)); err == nil {
-		path, err := checkpoint.Latest(dir)
-		if err != nil {
-			return nil, fmt.Errorf("%s%w", errPrefix, err)
-		}
+	switch path, err := checkpoint.Latest(dir); {
+	case err == nil:
 		return resolveOne(dir, path)
+	case !errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return nil, fmt.Errorf("%s%w", errPrefix, err)
 	}
 	src := &Source{Path: dir}
 	ents, err := os.ReadDir(dir)
@@ -107,7 +101,7 @@ func Resolve(dir string) (*Source, error) {
 	}
 	if count == 0 {
 		return nil, fmt.Errorf("%s%s is not a checkpoint: it has no %s (a checkpoint folder), no %s (a checkpoint root) and no shard-I-of-N folders (a multi-shard root)",
-			errPrefix, dir, manifestName, latestName)
+			errPrefix, dir, checkpoint.ManifestName, checkpoint.LatestName)
 	}
 	var missing []string
 	for i := range count {
@@ -242,6 +236,17 @@ func (s *Source) Steps() []int64 {
 func (t *Table) Scan(ctx context.Context, fn func(*hashtablepb.EntryDump) error) error {
 	for _, p := range t.parts {
 		if err := checkpoint.ReadTable(ctx, p.dir, p.ct, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanRecords is Scan without parsing: fn gets each record of the table's files as it
+// is (checkpoint.ReadTableRecords), valid until fn returns.
+func (t *Table) scanRecords(ctx context.Context, fn func(rec []byte) error) error {
+	for _, p := range t.parts {
+		if err := checkpoint.ReadTableRecords(ctx, p.dir, p.ct, fn); err != nil {
 			return err
 		}
 	}
