@@ -4,7 +4,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        ?= ./...
 FUZZTIME    ?= 3s
 
-.PHONY: all build test lint proto bench fuzz inspect train
+.PHONY: all build test lint proto bench microbench fuzz inspect train
 
 all: build test
 
@@ -39,9 +39,14 @@ proto:
 		--go-grpc_out=. --go-grpc_opt=module=github.com/monolith-go/monolith \
 		$$(find schemas/proto -name '*.proto' | sort)
 
-## bench: micro-benchmarks with memory statistics (see benchmarks/RESULTS.md).
+## bench: the full benchmark suite; regenerates benchmarks/RESULTS.md, results.json and the plots (BENCH_SUITE=quick for the 2-minute run).
+BENCH_SUITE ?= full
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./benchmarks/...
+	$(GO) run ./cmd/monolith bench --suite $(BENCH_SUITE) --out benchmarks
+
+## microbench: the go test micro-benchmarks with memory statistics.
+microbench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./benchmarks/... ./kernels/... ./ps/...
 
 ## fuzz: longer fuzzing of every parser (FUZZTIME=5m make fuzz).
 fuzz:

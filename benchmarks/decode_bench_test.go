@@ -10,20 +10,10 @@ package benchmarks
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/monolith-go/monolith/io/dataset"
-	"github.com/monolith-go/monolith/io/pbstream"
-	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
@@ -43,66 +33,6 @@ func memcpyMBps(n int) float64 {
 	return float64(copied) / time.Since(start).Seconds() / 1e6
 }
 
-// writeInput writes records of the given type derived from the synthetic shape and
-// returns the file path and size.
-func writeInput(b *testing.B, typ batch.Source, records int) (string, int64) {
-	b.Helper()
-	path := filepath.Join(b.TempDir(), "input.pb")
-	w, err := recordio.Create(path, recordio.Options{PB: pbstream.Options{HasSortID: true}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mem := memory.NewGoAllocator()
-	for i := range records {
-		eb := SyntheticExampleBatch(uint64(i), DefaultShape)
-		var msgs []proto.Message
-		switch typ {
-		case batch.SourceExampleBatch:
-			msgs = append(msgs, eb)
-		default:
-			rec, err := batch.FromExampleBatch(mem, eb)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if typ == batch.SourceExample {
-				exs, err := batch.ToExamples(rec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, ex := range exs {
-					msgs = append(msgs, ex)
-				}
-			} else {
-				ins, err := batch.ToInstances(rec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, in := range ins {
-					msgs = append(msgs, in)
-				}
-			}
-			rec.Release()
-		}
-		for _, m := range msgs {
-			p, err := proto.Marshal(m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := w.Write(p); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return path, st.Size()
-}
-
 func BenchmarkDecode(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -114,29 +44,21 @@ func BenchmarkDecode(b *testing.B) {
 		{"instance", batch.SourceInstance, 8},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			path, size := writeInput(b, tc.typ, tc.n)
+			path := filepath.Join(b.TempDir(), "input.pb")
+			size, err := WriteDecodeInput(path, tc.typ, tc.n)
+			if err != nil {
+				b.Fatal(err)
+			}
 			base := memcpyMBps(int(size))
-			o := dataset.Options{Type: tc.typ, BatchRows: DefaultShape.Rows}
-			o.Record.PB.HasSortID = true
 			b.SetBytes(size)
 			b.ReportAllocs()
 			rows := int64(0)
 			for b.Loop() {
-				r, err := dataset.Open([]string{path}, o)
+				n, err := DecodeFile(context.Background(), path, tc.typ)
 				if err != nil {
 					b.Fatal(err)
 				}
-				for {
-					rec, err := r.Next(context.Background())
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					rows += rec.NumRows()
-					rec.Release()
-				}
+				rows += n
 			}
 			mbps := float64(size) * float64(b.N) / b.Elapsed().Seconds() / 1e6
 			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
@@ -145,5 +67,3 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
-
-var _ arrow.RecordBatch

@@ -1,20 +1,18 @@
-package main
+package pipeline
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
 // TestMain lets the test binary serve as the benchmark's child process.
 func TestMain(m *testing.M) {
-	if child, err := MaybeChild(context.Background()); child {
+	if served, err := MaybeChild(context.Background()); served {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -67,28 +65,6 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("%s at %d×: no resource figures: %+v", m.Kind, m.Scale, m.Result)
 		}
 	}
-	var b bytes.Buffer
-	Report(&b, ms, kinds, ModeLoop, "loop1")
-	if got := b.String(); !strings.Contains(got, "| 2× | 4096 | pipeline | 1 |") || !strings.Contains(got, "start-up (1 batch)") {
-		t.Errorf("report lacks rows:\n%s", got)
-	}
-	var raw bytes.Buffer
-	Raw(&raw, ms)
-	back, err := ReadRaw(&raw, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(back) != len(ms) || len(KindsOf(back)) != len(kinds) {
-		t.Fatalf("raw round trip: %d measurements of %d kinds, want %d of %d", len(back), len(KindsOf(back)), len(ms), len(kinds))
-	}
-	for i, m := range back {
-		if m.Kind != ms[i].Kind || m.Rows != ms[i].Rows || m.Checksum != ms[i].Checksum || m.Bundles != ms[i].Bundles {
-			t.Errorf("raw round trip %d: %+v, want %+v", i, m, ms[i])
-		}
-	}
-	if len(Quiet(back, 100)) != len(back) {
-		t.Error("Quiet(100) dropped measurements")
-	}
 }
 
 // TestInProcess compares the two modes run in this process, on a data set whose last
@@ -115,21 +91,6 @@ func TestInProcess(t *testing.T) {
 	}
 }
 
-func TestStats(t *testing.T) {
-	if s := stats([]float64{3, 1, 2}); s != (stat{2, 1, 3}) {
-		t.Errorf("odd: %+v", s)
-	}
-	if s := stats([]float64{4, 1, 2, 3}); s != (stat{2.5, 1, 4}) {
-		t.Errorf("even: %+v", s)
-	}
-	if g := group(1234567); g != "1 234 567" {
-		t.Errorf("group: %q", g)
-	}
-	if _, err := parseScales("1,x"); err == nil {
-		t.Error("bad scale accepted")
-	}
-}
-
 // TestSplitRepeated runs the split pipeline several times: its per-branch totals once went
 // missing intermittently (see Build), which a single run does not reliably show.
 func TestSplitRepeated(t *testing.T) {
@@ -147,41 +108,6 @@ func TestSplitRepeated(t *testing.T) {
 		}
 		if res.Rows != 2048 || res.Batches != 8 || res.Bundles < 2 {
 			t.Fatalf("run %d: %d rows, %d batches, %d bundles; want 2048 rows, 8 batches, 2+ bundles", i, res.Rows, res.Batches, res.Bundles)
-		}
-	}
-}
-
-// TestResultsTables re-aggregates the raw files of RESULTS.md's issue 4 section with
-// `-from` and checks that every table row it prints appears in RESULTS.md unchanged.
-func TestResultsTables(t *testing.T) {
-	doc, err := os.ReadFile("../RESULTS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, files := range [][]string{
-		{"../pipeline-2026-11-21-run1.tsv", "../pipeline-2026-11-21-run2.tsv", "../pipeline-2026-11-21-run3.tsv"},
-		{"../pipeline-nooutput-2026-11-21.tsv"}, // RESULTS.md shows its quiet table only
-	} {
-		var b bytes.Buffer
-		if err := reportFiles(&b, files, 0.2); err != nil {
-			t.Fatal(err)
-		}
-		out := b.String()
-		if len(files) == 1 {
-			_, out, _ = strings.Cut(out, "Only measurements")
-		}
-		rows := 0
-		for _, line := range strings.Split(out, "\n") {
-			if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| scale ") {
-				continue
-			}
-			rows++
-			if !bytes.Contains(doc, []byte(line)) {
-				t.Errorf("%v: RESULTS.md lacks the row\n%s", files, line)
-			}
-		}
-		if rows == 0 {
-			t.Errorf("%v: no table rows", files)
 		}
 	}
 }

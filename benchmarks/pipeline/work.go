@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"context"
@@ -50,8 +50,7 @@ type Job struct {
 	Workers    int            // goroutines of the loop (ModeLoop); ≤ 0 means GOMAXPROCS
 	Sink       string         // how the pipeline ends (ModePipeline): SinkTotals ("") or SinkNoOutput
 	Branches   int            // pipeline: independent chains the files are dealt to (≤ 1: one, beamio.Read)
-	CPUProfile string         // write a CPU profile of the run here ("" = none)
-	Out        string         // the child writes its Result here (JSON)
+	CPUProfile string         // child processes: write a CPU profile of the run here ("" = none)
 }
 
 // Result is what one measurement did and how long it took. Wall is measured inside the

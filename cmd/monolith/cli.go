@@ -33,7 +33,12 @@ func commands() map[string]command {
 		"gen":      {"write synthetic ExampleBatch / Example / Instance files (Zipf fids, shared features, seeded)", runGen},
 		"train":    {"train LR/FM/DeepFM over fused layouts against a sharded PS (Beam), evaluate, print a JSON summary", runTrain},
 		"export":   {"export the tables of a PS checkpoint to EntryDump TFRecord, Avro or Parquet, and verify the round trip", runExport},
-		"bench":    notYet("the benchmark suite (issue 7)"),
+		"bench":    {"run the benchmark suite (quick or full): ratios against same-run baselines, RESULTS.md and plots", runBench},
+
+		"agent":            notYet("the serving agent (issue 8)"),
+		"agent-client":     notYet("the serving agent client (issue 8)"),
+		"agent-controller": notYet("the serving agent controller (issue 8)"),
+		"ctl":              notYet("the training controller client (issue 9)"),
 
 		"ps":        {"run one parameter-server shard (gRPC) until SIGTERM, checkpointing on shutdown", runPS},
 		"ps-client": {"call a parameter server: lookup, apply, stats, barrier, health, save (JSON output)", runPSClient},
@@ -66,7 +71,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-17s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `monolith <command> -h` for the flags of a command.")
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/monolith-go/monolith/benchmarks/suite"
 	"github.com/monolith-go/monolith/runners"
 )
 
@@ -20,6 +21,14 @@ func main() {
 	runners.MaybeWorker(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// `monolith bench` runs measurements in child processes of this binary.
+	if served, err := suite.MaybeChild(ctx); served {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
 		os.Exit(exitCode(err))

@@ -77,7 +77,12 @@ func Scenario61(seed uint64) Case {
 // per entry (fids drawn from a 2^20 vocabulary per feature, so they repeat), layouts bias
 // (ADDN over 90 features), vec (CONCAT, 25×8), ffm (STACK, 25×8), deep (NONE, 25×[16]) and
 // seq (NONE FIRSTN L=5, 10×[5,8]).
-func Large(seed uint64) Case {
+func Large(seed uint64) Case { return LargeRows(seed, 4096) }
+
+// LargeRows is the large shape with B = rows (≥ 1): the same configuration, and for
+// rows = 4096 the same input as Large; the throughput-vs-batch-size and scaling
+// measurements of `monolith bench` vary rows.
+func LargeRows(seed uint64, rows int) Case {
 	rng := rand.New(rand.NewPCG(seed, 4096))
 	fc := &examplepb.FeatureConfigs{FeatureConfigs: map[string]*examplepb.FeatureConfig{}}
 	bias := &examplepb.OutConfig{OutType: examplepb.OutType_ADDN}
@@ -112,7 +117,7 @@ func Large(seed uint64) Case {
 	}
 	fc.OutConfigs = map[string]*examplepb.OutConfig{"bias": bias, "vec": vec, "ffm": ffm, "deep": deep, "seq": seq}
 	cfg := mustConfig(fc)
-	const B = 4096
+	B := max(rows, 1)
 	in := &shard.Input{Rows: B, Features: make([]shard.FeatureInput, len(cfg.Features))}
 	for _, f := range cfg.Features {
 		fi := shard.FeatureInput{Offsets: make([]int32, 1, B+1)}
@@ -207,7 +212,12 @@ func LayoutBytes(c Case, r *shard.Result, l *layout.Layouter, grad bool) int64 {
 
 // MemcpyMBps measures memcpy bandwidth (bytes copied per second, in MB/s) on buffers of n
 // bytes, for about 100 ms.
-func MemcpyMBps(n int) float64 {
+func MemcpyMBps(n int) float64 { return MemcpyMBpsFor(n, 100*time.Millisecond) }
+
+// MemcpyMBpsFor measures memcpy bandwidth on buffers of n bytes for about d (at least one
+// copy).
+func MemcpyMBpsFor(n int, d time.Duration) float64 {
+	n = max(n, 1)
 	src, dst := make([]byte, n), make([]byte, n)
 	for i := range src {
 		src[i] = byte(i)
@@ -215,7 +225,7 @@ func MemcpyMBps(n int) float64 {
 	copy(dst, src) // fault the pages in
 	var copied int
 	start := time.Now()
-	for time.Since(start) < 100*time.Millisecond {
+	for copied == 0 || time.Since(start) < d {
 		copy(dst, src)
 		copied += n
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkLookupGRPC looks up 1000 fids of dim 32 (half of them present) from one shard
-// over loopback: the setup of benchmarks/ps's gRPC row.
+// over loopback: the setup of the gRPC row of `monolith bench` (benchmarks/suite).
 func BenchmarkLookupGRPC(b *testing.B) {
 	const entries, batch, dim = 100_000, 1000, 32
 	var tables pspb.TablesConfig
