@@ -1,0 +1,4 @@
+// Package datadef holds the serving agent's ZooKeeper data definitions (ModelMeta, ResourceSpec, PublishMeta, ReplicaMeta, SavedModelDeployConfig, ContainerServiceInfo) with byte-exact Python JSON (S14: field order, ", "/": ", ASCII escapes, float repr), the node path helpers, and ZKPath parsing; all of it is pure, allocation-only and safe for concurrent use.
+// Departures from the reference (not in decisions.md; each pinned by TestDepartures): decoding is typed, so Python's coercions (str(5), int(3.7), bool(1), float("1")) and null in a field whose default is not None are errors naming the field; path helpers fail on a null part where Python writes "None"; lone surrogate escapes are rejected; ParseContainer and ParseBinding keep ':' inside the container id.
+// Golden files in testdata/ are the spec's example texts and json.dumps output of testdata/gen_golden.py (Python 3, standard library); they are never regenerated from this package.
+package datadef
