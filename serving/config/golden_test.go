@@ -1,0 +1,147 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// checkGolden compares got with testdata/name (rewritten with -update).
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// The model config text quoted in §1.8.
+func TestModelServerConfigTextSpec(t *testing.T) {
+	m, err := GenModelConfig("test_ffm_model:entry", "/x/exported_models/entry", "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `model_config_list {
+  config {
+    name: "test_ffm_model:entry"
+    base_path: "/x/exported_models/entry"
+    model_platform: "tensorflow"
+    model_version_policy {
+      latest {
+        num_versions: 1
+      }
+    }
+  }
+}
+`
+	if got := ModelServerConfigText([]ModelConfig{m}); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// After a layout update with nothing accepted (SetInParent).
+	if got := ModelServerConfigText(nil); got != "model_config_list {\n}\n" {
+		t.Errorf("empty: %q", got)
+	}
+}
+
+func TestGenModelConfig(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		data   []int64
+		err    string
+	}{
+		{"latest", nil, ""}, {"LATEST", []int64{2}, ""}, {"latest_once", []int64{1}, ""},
+		{"all", []int64{7}, ""}, {"specific", []int64{3, 5}, ""}, {"Specific", nil, ""},
+		{"latest", []int64{1, 2}, "takes one version count"},
+		{"newest", nil, `version policy "newest" is not allowed`},
+	} {
+		_, err := GenModelConfig("m", "/b", tc.policy, tc.data...)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s %v: error %v, want %q", tc.policy, tc.data, err, tc.err)
+		}
+	}
+}
+
+// Every policy form, version labels (Python sorts map keys and omits a zero value) and
+// string escaping, against a golden file.
+func TestModelServerConfigTextGolden(t *testing.T) {
+	var ms []ModelConfig
+	add := func(name, base, policy string, data ...int64) *ModelConfig {
+		m, err := GenModelConfig(name, base, policy, data...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+		return &ms[len(ms)-1]
+	}
+	add("test_ffm_model:ps_0", "hdfs:///x/exported_models/ps_0", "latest", 2)
+	add("test_ffm_model:ps_1", "hdfs:///x/exported_models/ps_1", "latest_once") // S4: written as latest
+	add("all", "/b/all", "all")
+	add("specific", "/b/specific", "specific", 3, 1)
+	add("latest0", "/b/l0", "latest", 0)
+	l := add("labels", "/b/labels", "latest")
+	l.VersionLabels = map[string]int64{"stable": 3, "canary": 4, "zero": 0}
+	add("quote\"tab\tüñ\\", "/b/'x'", "latest")
+	ms = append(ms, DefaultModelConfig())
+	if !UsesLatestOnce(ms) || UsesLatestOnce(ms[:1]) {
+		t.Error("UsesLatestOnce")
+	}
+	checkGolden(t, "model_server_config.golden", ModelServerConfigText(ms))
+}
+
+func TestPlatformConfigTextGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf string
+		cpu        int
+	}{
+		{"platform_default.golden", "deploy_type ps", 0},
+		{"platform_cpu_limit.golden", "deploy_type ps\ntensorflow_inter_op_parallelism 4\nallow_growth false\nenable_model_warmup false", 8},
+		{"platform_batching.golden", "deploy_type dense\ndense_alone true\nenable_batching true", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, tc.conf)
+			c.Host.CPULimit = tc.cpu
+			checkGolden(t, tc.name, c.PlatformConfigText())
+		})
+	}
+	// Batching parameters need both dense_alone and enable_batching.
+	c := mustParse(t, "deploy_type entry\nenable_batching true")
+	if strings.Contains(c.PlatformConfigText(), "batching_parameters") {
+		t.Error("batching parameters without dense_alone")
+	}
+}
+
+func TestCEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain": "plain", `a"b`: `a\"b`, "a'b": `a\'b`, `a\b`: `a\\b`, "\t\n\r": `\t\n\r`,
+		"\x00\x1f\x7f": `\000\037\177`, "é": `\303\251`,
+	} {
+		if got := cEscape(in); got != want {
+			t.Errorf("cEscape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFormatFloat(t *testing.T) {
+	for f, want := range map[float64]string{
+		0: "0.0", 0.5: "0.5", 1: "1.0", 0.25: "0.25", 1e-05: "1e-05", 0.0001: "0.0001", 1e16: "1e+16",
+		123456789.5: "123456789.5", 2.0 / 3: "0.6666666666666666",
+	} {
+		if got := formatFloat(f); got != want {
+			t.Errorf("formatFloat(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
