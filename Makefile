@@ -13,7 +13,7 @@ build:
 
 # RACE_PKGS: every package whose own code starts goroutines (io and schemas parse on the
 # caller's goroutine; of them only io/synth starts workers).
-RACE_PKGS   ?= ./io/synth/... ./kernels/... ./transforms/... ./pipelines/... ./runners/... ./ps/... ./internal/zktest/...
+RACE_PKGS   ?= ./io/synth/... ./kernels/... ./transforms/... ./pipelines/... ./runners/... ./ps/... ./serving/... ./internal/zktest/...
 
 ## test: lint, unit, golden and integration tests, -race, and a short fuzz pass of every parser.
 test: lint

@@ -35,6 +35,7 @@ func commands() map[string]command {
 		"export":   {"export the tables of a PS checkpoint to EntryDump TFRecord, Avro or Parquet, and verify the round trip", runExport},
 		"bench":    {"run the benchmark suite (quick or full): ratios against same-run baselines, RESULTS.md and plots", runBench},
 
+		"fake-tfserving":   {"serve a TF Serving double (ModelService, GetModelMetadata) behind tensorflow_model_server's flags until SIGTERM", runFakeTFServing},
 		"agent":            notYet("the serving agent (issue 8)"),
 		"agent-client":     notYet("the serving agent client (issue 8)"),
 		"agent-controller": notYet("the serving agent controller (issue 8)"),

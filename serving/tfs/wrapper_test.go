@@ -1,0 +1,197 @@
+package tfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestTFSNewWrapperFromEnv(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		wantErr  error
+		wantArgv []string
+	}{
+		{name: "unset", env: nil, wantErr: ErrNoBinary},
+		{name: "blank", env: map[string]string{EnvBinary: "  "}, wantErr: ErrNoBinary},
+		{name: "binary", env: map[string]string{EnvBinary: "/opt/tfs"}, wantArgv: []string{"/opt/tfs", "--port=1"}},
+		{name: "binary with args", env: map[string]string{EnvBinary: "/bin/monolith fake-tfserving"},
+			wantArgv: []string{"/bin/monolith", "fake-tfserving", "--port=1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			w, err := NewWrapperFromEnv(getenv, []string{"--port=1"}, WrapperOptions{Logger: quietLogger()})
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err %v, want %v", err, tt.wantErr)
+				}
+				if err.Error() != "TF Serving binary not available: set MONOLITH_TFS_BINARY" {
+					t.Fatalf("message %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := w.Command(); !slices.Equal(got, tt.wantArgv) {
+				t.Fatalf("command %q, want %q", got, tt.wantArgv)
+			}
+		})
+	}
+}
+
+// selfWrapper runs this test binary as a child in mode (see TestMain).
+func selfWrapper(t *testing.T, mode string, logFile string, stopTimeout time.Duration) *Wrapper {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), envChild+"="+mode)
+	w, err := NewWrapper(WrapperOptions{Binary: exe, Args: []string{"-test.run=^$"}, Env: env,
+		LogFile: logFile, StopTimeout: stopTimeout, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Stop(context.Background()) })
+	return w
+}
+
+// waitLog waits for re to match the log file and returns the match.
+func waitLog(t *testing.T, path string, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(path)
+		if m := re.FindStringSubmatch(string(b)); m != nil {
+			return m
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(path)
+	t.Fatalf("log never matched %s:\n%s", re, b)
+	return nil
+}
+
+func TestTFSWrapperRunsAndStopsChild(t *testing.T) {
+	ctx := testCtx(t)
+	logFile := filepath.Join(t.TempDir(), "tfs.log")
+	w := selfWrapper(t, "fake", logFile, 10*time.Second)
+	if _, exited := w.Poll(); exited {
+		t.Fatal("child exited at once")
+	}
+	addr := waitLog(t, logFile, regexp.MustCompile(`listening on (\S+)`))[1]
+	mon, err := DialMonitor(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	if _, err := mon.GetModelStatus(ctx, Spec("nope")); status.Code(errors.Unwrap(err)) != codes.NotFound {
+		t.Fatalf("status of an unknown model: %v, want NotFound", err)
+	}
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(ctx); err != nil {
+		t.Fatalf("child after SIGTERM: %v", err)
+	}
+	if code, exited := w.Poll(); !exited || code != 0 {
+		t.Fatalf("poll = %d, %v; want 0, true", code, exited)
+	}
+	if b, _ := os.ReadFile(logFile); !bytes.Contains(b, []byte("stopped")) {
+		t.Fatalf("child did not stop gracefully:\n%s", b)
+	}
+}
+
+func TestTFSWrapperKillsAfterTimeout(t *testing.T) {
+	ctx := testCtx(t)
+	logFile := filepath.Join(t.TempDir(), "tfs.log")
+	w := selfWrapper(t, "stubborn", logFile, 200*time.Millisecond)
+	waitLog(t, logFile, regexp.MustCompile(`ignoring SIGTERM`))
+	start := time.Now()
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("stop took %v", took)
+	}
+	if code, exited := w.Poll(); !exited || code != -1 {
+		t.Fatalf("poll = %d, %v; want -1 (killed), true", code, exited)
+	}
+	if err := w.Wait(ctx); err == nil {
+		t.Fatal("a killed child reported success")
+	}
+}
+
+func TestTFSWrapperContextCancelStopsChild(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWrapper(WrapperOptions{Binary: exe, Args: []string{"-test.run=^$"},
+		Env: append(os.Environ(), envChild+"=fake"), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case <-w.Done():
+	case <-time.After(10 * time.Second):
+		w.Stop(context.Background())
+		t.Fatal("child still running after the context ended")
+	}
+}
+
+func TestTFSWrapperStartFailure(t *testing.T) {
+	w, err := NewWrapper(WrapperOptions{Binary: filepath.Join(t.TempDir(), "missing"), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err == nil {
+		t.Fatal("started a missing binary")
+	}
+	if _, err := NewWrapper(WrapperOptions{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("no binary: %v", err)
+	}
+}
+
+func TestTFSScanGRPCRemoteOp(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"empty", nil, false},
+		{"present", []byte("\x00abc PredictionServiceGrpc\x00"), true},
+		{"straddles 1 MiB", append(bytes.Repeat([]byte{'x'}, 1<<20-5), []byte("PredictionServiceGrpc")...), true},
+		{"partial", []byte("PredictionServiceGr"), false},
+	} {
+		p := filepath.Join(dir, tt.name)
+		if err := os.WriteFile(p, tt.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ScanGRPCRemoteOp(p); err != nil || got != tt.want {
+			t.Errorf("%s: %v, %v; want %v", tt.name, got, err, tt.want)
+		}
+	}
+}
