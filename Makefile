@@ -2,7 +2,7 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        ?= ./...
-FUZZTIME    ?= 3s
+FUZZTIME    ?= 2s
 
 .PHONY: all build test lint proto bench microbench fuzz inspect train
 
