@@ -147,12 +147,13 @@ func (r *run) kernels(ctx context.Context) error {
 			if allocs[kr.name] == nil {
 				allocs[kr.name] = map[string]float64{}
 			}
+			var callErr error // the kernel's error inside AllocsPerRun, which takes a func()
 			allocs[kr.name][name] = testing.AllocsPerRun(3, func() {
-				if err == nil {
-					err = kr.run[1]()
+				if callErr == nil {
+					callErr = kr.run[1]()
 				}
 			})
-			if err != nil {
+			if err := callErr; err != nil {
 				return fmt.Errorf("%s %s: %w", kr.name, name, err)
 			}
 			r.log.Info("bench: kernel", "kernel", kr.name, "case", name, "x_memcpy", Summarize(ratios(g1, mem)).Med, "speedup_2", Summarize(ratios(g2, g1)).Med)

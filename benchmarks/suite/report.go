@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -131,7 +132,7 @@ func Report(w io.Writer, res *Results, plots []PlotFile) error {
 			}
 			p("| %s | %s %s | %s | %s | %s | %s | %s |\n", cell(f.Name), span(f.Values), cell(f.Unit), cell(base), cell(ratio), cell(goal), status(f), cell(note))
 		}
-		if sec == SectionScaling || (sec == SectionPipeline && !contains(res.Sections, SectionScaling)) {
+		if sec == SectionScaling || (sec == SectionPipeline && !slices.Contains(res.Sections, SectionScaling)) {
 			writePoints(&b, "Every stage at every input size", res.Scaling)
 		}
 		if sec == SectionScaling {
@@ -153,15 +154,6 @@ func dash(s string) string {
 		return "—"
 	}
 	return s
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writePoints writes the table of scaling points.
