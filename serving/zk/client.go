@@ -1,0 +1,594 @@
+package zk
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+)
+
+// DefaultSessionTimeout is the session timeout Connect asks for when Options leaves it
+// zero; the server may grant less.
+const DefaultSessionTimeout = 10 * time.Second
+
+// Errors. ZooKeeper's own errors (gozk.ErrNoNode, …) are wrapped, never replaced, so
+// errors.Is works with the aliases below.
+var (
+	// ErrClosed reports an operation on a closed Client.
+	ErrClosed = errors.New("serving/zk: client closed")
+	// ErrInvalidArgument reports an unusable server list, path or name.
+	ErrInvalidArgument = errors.New("serving/zk: invalid argument")
+	// ErrNoNode is ZooKeeper's "node does not exist".
+	ErrNoNode = gozk.ErrNoNode
+	// ErrNodeExists is ZooKeeper's "node already exists".
+	ErrNodeExists = gozk.ErrNodeExists
+)
+
+// Stat is a znode's metadata.
+type Stat = gozk.Stat
+
+// Options configure Connect.
+type Options struct {
+	// Servers are "host:port" addresses (at least one).
+	Servers []string
+	// SessionTimeout is the session timeout to ask for; zero means DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// Auth, when not empty, is added as digest credentials ("user:password"), as the
+	// reference does with the ZK_AUTH environment variable; the caller reads the variable.
+	Auth string
+	// Logger receives the client's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Client is one ZooKeeper connection with the kazoo semantics the serving agent relies
+// on (§1.5): operations take a context and retry connection losses until it ends,
+// makepath creates missing parents as persistent empty nodes, watches re-arm (WatchChildren,
+// WatchData), and the ephemeral nodes it owns (SetEphemeral) are re-created after a session
+// expiry. Its methods are safe for concurrent use.
+type Client struct {
+	conn   *gozk.Conn
+	logger *slog.Logger
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // keeper and watch goroutines
+	kick   chan struct{}  // session events, coalesced
+	lost   atomic.Bool    // set at session expiry, cleared after re-registration (S7)
+	closed sync.Once
+
+	// ephMu serialises the I/O on owned ephemeral nodes, so a re-registration can never
+	// resurrect a node that DeleteEphemeral removed.
+	ephMu sync.Mutex
+
+	mu      sync.Mutex
+	owned   map[string]ownedNode // owned ephemeral nodes by path
+	seq     uint64               // creation counter of owned nodes
+	session int64                // session the owned nodes were last asserted in (keeper)
+	regCh   chan struct{}        // closed at the next completed re-registration
+	regs    int                  // completed re-registrations after a session change
+}
+
+// Connect opens a connection and waits, bounded by ctx, for its first session.
+func Connect(ctx context.Context, opts Options) (*Client, error) {
+	if len(opts.Servers) == 0 {
+		return nil, fmt.Errorf("%w: no ZooKeeper servers", ErrInvalidArgument)
+	}
+	timeout := opts.SessionTimeout
+	if timeout <= 0 {
+		timeout = DefaultSessionTimeout
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		logger: logger,
+		kick:   make(chan struct{}, 1),
+		owned:  map[string]ownedNode{},
+		regCh:  make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	hasSession := make(chan struct{}, 1)
+	conn, _, err := gozk.Connect(opts.Servers, timeout,
+		gozk.WithLogger(zkLogger{logger}), gozk.WithLogInfo(false),
+		gozk.WithEventCallback(func(ev gozk.Event) {
+			// Runs on go-zookeeper's goroutine: flags and non-blocking sends only (S7).
+			if ev.Type != gozk.EventSession {
+				return
+			}
+			switch ev.State {
+			case gozk.StateExpired:
+				c.lost.Store(true)
+			case gozk.StateHasSession:
+				select {
+				case hasSession <- struct{}{}:
+				default:
+				}
+			}
+			select {
+			case c.kick <- struct{}{}:
+			default:
+			}
+		}))
+	if err != nil {
+		c.cancel()
+		return nil, fmt.Errorf("serving/zk: connect %v: %w", opts.Servers, err)
+	}
+	c.conn = conn
+	select {
+	case <-hasSession:
+	case <-ctx.Done():
+		c.cancel()
+		conn.Close()
+		return nil, fmt.Errorf("serving/zk: connect %v: no session: %w", opts.Servers, ctx.Err())
+	}
+	if opts.Auth != "" {
+		if err := c.do(ctx, "add auth", "", func() error { return conn.AddAuth("digest", []byte(opts.Auth)) }); err != nil {
+			c.cancel()
+			conn.Close()
+			return nil, err
+		}
+	}
+	c.session = conn.SessionID()
+	c.wg.Add(1)
+	go c.keep()
+	return c, nil
+}
+
+// Close ends the session (the server then deletes the ephemeral nodes), stops every watch
+// and waits for the client's goroutines. It is idempotent and always returns nil.
+func (c *Client) Close() error {
+	c.closed.Do(func() {
+		c.mu.Lock() // startWatch adds to wg under mu only while ctx lives
+		c.cancel()
+		c.mu.Unlock()
+		c.conn.Close()
+		c.wg.Wait()
+	})
+	return nil
+}
+
+// SessionID is the current session's id (0 while there is none).
+func (c *Client) SessionID() int64 { return c.conn.SessionID() }
+
+// Lost reports whether the session expired and the owned ephemeral nodes have not been
+// re-created yet in a new one (kazoo's LOST; cleared after re-registration, S7).
+func (c *Client) Lost() bool { return c.lost.Load() }
+
+// Reregistered returns a channel closed when the owned ephemeral nodes have next been
+// re-created after a session change.
+func (c *Client) Reregistered() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.regCh
+}
+
+// Reregistrations counts the completed re-registrations after session changes.
+func (c *Client) Reregistrations() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.regs
+}
+
+// keep re-creates the owned ephemeral nodes whenever the connection holds a session other
+// than the one they were last asserted in, retrying with backoff. Session events only
+// kick it; it runs on its own goroutine.
+func (c *Client) keep() {
+	defer c.wg.Done()
+	var b backoff
+	var retry <-chan time.Time
+	for {
+		c.mu.Lock()
+		last := c.session
+		c.mu.Unlock()
+		if sid := c.conn.SessionID(); c.conn.State() == gozk.StateHasSession && sid != last {
+			if err := c.reassert(sid); err != nil {
+				d := b.next()
+				c.logger.Warn("re-registering ephemeral nodes failed; retrying", "err", err, "retry_in", d)
+				retry = time.After(d)
+			} else {
+				b.reset()
+				retry = nil
+				c.lost.Store(false)
+				c.mu.Lock()
+				c.session = sid
+				c.regs++
+				close(c.regCh)
+				c.regCh = make(chan struct{})
+				n := len(c.owned)
+				c.mu.Unlock()
+				c.logger.Info("ephemeral nodes re-registered in a new session", "session", fmt.Sprintf("%#x", sid), "previous", fmt.Sprintf("%#x", last), "nodes", n)
+			}
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.kick:
+		case <-retry:
+		}
+	}
+}
+
+// ownedNode is an owned ephemeral node's data and creation rank.
+type ownedNode struct {
+	data []byte
+	seq  uint64
+}
+
+// reassert makes every owned node exist with its data as an ephemeral of the session, in
+// the order they were first created (a container's service info before its bindings, so
+// that watchers of the bindings find the info).
+func (c *Client) reassert(sid int64) error {
+	c.mu.Lock()
+	paths := make([]string, 0, len(c.owned))
+	for p := range c.owned {
+		paths = append(paths, p)
+	}
+	slices.SortFunc(paths, func(a, b string) int { return cmp.Compare(c.owned[a].seq, c.owned[b].seq) })
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+	defer cancel()
+	var errs []error
+	for _, p := range paths {
+		c.ephMu.Lock()
+		c.mu.Lock()
+		node, ok := c.owned[p]
+		c.mu.Unlock()
+		var err error
+		if ok {
+			err = c.assertEphemeral(ctx, p, node.data)
+		}
+		c.ephMu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if c.conn.SessionID() != sid {
+			errs = append(errs, errors.New("session changed during re-registration"))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// do runs op, retrying connection losses with backoff until ctx ends. A call abandoned
+// because ctx ended completes in the background (at the latest when the Client closes).
+// Errors name the operation and the path.
+func (c *Client) do(ctx context.Context, op, path string, fn func() error) error {
+	var b backoff
+	for {
+		if err := c.ctx.Err(); err != nil {
+			return fmt.Errorf("%w: %s %s", ErrClosed, op, path)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("serving/zk: %s %s: %w", op, path, err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- fn() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("serving/zk: %s %s: %w", op, path, ctx.Err())
+		}
+		if err == nil {
+			return nil
+		}
+		if !transient(err) || c.ctx.Err() != nil {
+			if c.ctx.Err() != nil {
+				return fmt.Errorf("%w: %s %s: %w", ErrClosed, op, path, err)
+			}
+			return fmt.Errorf("serving/zk: %s %s: %w", op, path, err)
+		}
+		select {
+		case <-time.After(b.next()):
+		case <-ctx.Done():
+			return fmt.Errorf("serving/zk: %s %s: %w (last error: %w)", op, path, ctx.Err(), err)
+		case <-c.ctx.Done():
+		}
+	}
+}
+
+// transient reports errors worth retrying: the request may not have been applied and a
+// later attempt (on a new connection or session) can succeed.
+func transient(err error) bool {
+	return errors.Is(err, gozk.ErrConnectionClosed) || errors.Is(err, gozk.ErrNoServer) ||
+		errors.Is(err, gozk.ErrSessionExpired) || errors.Is(err, gozk.ErrSessionMoved)
+}
+
+// checkPath accepts an absolute znode path other than "/" with no empty segment and no
+// trailing '/'.
+func checkPath(path string) error {
+	if !strings.HasPrefix(path, "/") || path == "/" || strings.HasSuffix(path, "/") || strings.Contains(path, "//") {
+		return fmt.Errorf("%w: znode path %q", ErrInvalidArgument, path)
+	}
+	return nil
+}
+
+// openACL is the ACL of every node created (kazoo's default OPEN_ACL_UNSAFE).
+func openACL() []gozk.ACL { return gozk.WorldACL(gozk.PermAll) }
+
+// EnsurePath creates path and its missing parents as persistent empty nodes; an existing
+// node is left alone (kazoo ensure_path).
+func (c *Client) EnsurePath(ctx context.Context, path string) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	return c.ensure(ctx, path, true)
+}
+
+// ensure creates the ancestors of path, and path itself when self is true.
+func (c *Client) ensure(ctx context.Context, path string, self bool) error {
+	end := len(path)
+	if !self {
+		end = strings.LastIndexByte(path, '/')
+	}
+	for i := 1; i <= end; i++ {
+		if i < end && path[i] != '/' {
+			continue
+		}
+		p := path[:i]
+		if ok, err := c.Exists(ctx, p); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
+		err := c.do(ctx, "create", p, func() error {
+			_, err := c.conn.Create(p, nil, 0, openACL())
+			if errors.Is(err, gozk.ErrNodeExists) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Create creates a persistent node holding data, creating missing parents first when
+// makepath is set. An existing node is an error wrapping ErrNodeExists.
+func (c *Client) Create(ctx context.Context, path string, data []byte, makepath bool) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	if makepath {
+		if err := c.ensure(ctx, path, false); err != nil {
+			return err
+		}
+	}
+	attempt := 0
+	return c.do(ctx, "create", path, func() error {
+		attempt++
+		_, err := c.conn.Create(path, data, 0, openACL())
+		if errors.Is(err, gozk.ErrNodeExists) && attempt > 1 {
+			// A retried create whose first reply was lost: ours if the data matches.
+			if got, _, gerr := c.conn.Get(path); gerr == nil && string(got) == string(data) {
+				return nil
+			}
+		}
+		return err
+	})
+}
+
+// CreateOrSet writes data to the persistent node at path, creating it and its missing
+// parents (the reference's create_znode with makepath).
+func (c *Client) CreateOrSet(ctx context.Context, path string, data []byte) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	if err := c.ensure(ctx, path, false); err != nil {
+		return err
+	}
+	return c.do(ctx, "create", path, func() error {
+		_, err := c.conn.Create(path, data, 0, openACL())
+		if errors.Is(err, gozk.ErrNodeExists) {
+			_, err = c.conn.Set(path, data, -1)
+		}
+		return err
+	})
+}
+
+// SetEphemeral makes path an ephemeral node of this session holding data, creating missing
+// parents as persistent nodes, and remembers it: after a session expiry the node is
+// re-created in the new session until DeleteEphemeral or Close. A node already at path
+// that belongs to another session (or is persistent) is replaced, with a warning.
+func (c *Client) SetEphemeral(ctx context.Context, path string, data []byte) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	data = slices.Clone(data)
+	c.ephMu.Lock()
+	defer c.ephMu.Unlock()
+	c.mu.Lock()
+	node, ok := c.owned[path]
+	if !ok {
+		c.seq++
+		node.seq = c.seq
+	}
+	node.data = data
+	c.owned[path] = node
+	c.mu.Unlock()
+	return c.assertEphemeral(ctx, path, data)
+}
+
+// DeleteEphemeral forgets an owned node and deletes it; a missing node is not an error.
+func (c *Client) DeleteEphemeral(ctx context.Context, path string) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	c.ephMu.Lock()
+	defer c.ephMu.Unlock()
+	c.mu.Lock()
+	delete(c.owned, path)
+	c.mu.Unlock()
+	err := c.Delete(ctx, path, false)
+	if errors.Is(err, gozk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// assertEphemeral makes path an ephemeral of the current session holding data.
+func (c *Client) assertEphemeral(ctx context.Context, path string, data []byte) error {
+	if err := c.ensure(ctx, path, false); err != nil {
+		return err
+	}
+	return c.do(ctx, "create ephemeral", path, func() error {
+		for range 5 {
+			_, err := c.conn.Create(path, data, gozk.FlagEphemeral, openACL())
+			if !errors.Is(err, gozk.ErrNodeExists) {
+				return err
+			}
+			got, stat, err := c.conn.Get(path)
+			switch {
+			case errors.Is(err, gozk.ErrNoNode):
+				continue
+			case err != nil:
+				return err
+			case stat.EphemeralOwner == c.conn.SessionID():
+				if string(got) == string(data) {
+					return nil
+				}
+				_, err = c.conn.Set(path, data, stat.Version)
+				if errors.Is(err, gozk.ErrBadVersion) || errors.Is(err, gozk.ErrNoNode) {
+					continue
+				}
+				return err
+			}
+			c.logger.Warn("replacing a node owned by another session", "znode", path, "owner_session", fmt.Sprintf("%#x", stat.EphemeralOwner))
+			if err := c.conn.Delete(path, stat.Version); err != nil && !errors.Is(err, gozk.ErrNoNode) && !errors.Is(err, gozk.ErrBadVersion) {
+				return err
+			}
+		}
+		return errors.New("the node keeps being re-created by another session")
+	})
+}
+
+// Set writes data to an existing node (any version).
+func (c *Client) Set(ctx context.Context, path string, data []byte) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	return c.do(ctx, "set", path, func() error {
+		_, err := c.conn.Set(path, data, -1)
+		return err
+	})
+}
+
+// Get returns a node's data and stat; a missing node is an error wrapping ErrNoNode.
+func (c *Client) Get(ctx context.Context, path string) ([]byte, *Stat, error) {
+	if err := checkPath(path); err != nil {
+		return nil, nil, err
+	}
+	var data []byte
+	var stat *Stat
+	err := c.do(ctx, "get", path, func() error {
+		d, s, err := c.conn.Get(path)
+		data, stat = d, s
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, stat, nil
+}
+
+// Exists reports whether a node exists.
+func (c *Client) Exists(ctx context.Context, path string) (bool, error) {
+	if err := checkPath(path); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := c.do(ctx, "exists", path, func() error {
+		e, _, err := c.conn.Exists(path)
+		ok = e
+		return err
+	})
+	if err != nil {
+		return false, err // ok may still be written by an abandoned call
+	}
+	return ok, nil
+}
+
+// Children returns a node's children, sorted (a server's order is unspecified); a missing
+// node is an error wrapping ErrNoNode.
+func (c *Client) Children(ctx context.Context, path string) ([]string, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	var children []string
+	err := c.do(ctx, "children", path, func() error {
+		ch, _, err := c.conn.Children(path)
+		children = ch
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(children)
+	return children, nil
+}
+
+// Delete deletes a node, and with recursive its descendants first (depth first). A
+// missing node is an error wrapping ErrNoNode; a missing descendant is not.
+func (c *Client) Delete(ctx context.Context, path string, recursive bool) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	if recursive {
+		children, err := c.Children(ctx, path)
+		if err != nil {
+			return err
+		}
+		for _, ch := range children {
+			if err := c.Delete(ctx, path+"/"+ch, true); err != nil && !errors.Is(err, gozk.ErrNoNode) {
+				return err
+			}
+		}
+	}
+	attempt := 0
+	return c.do(ctx, "delete", path, func() error {
+		attempt++
+		err := c.conn.Delete(path, -1)
+		if errors.Is(err, gozk.ErrNoNode) && attempt > 1 {
+			return nil // a retried delete whose first reply was lost
+		}
+		return err
+	})
+}
+
+// zkLogger adapts slog to go-zookeeper's Logger.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	level := slog.LevelInfo
+	if strings.Contains(msg, "failed") {
+		level = slog.LevelWarn
+	}
+	z.l.Log(context.Background(), level, "zookeeper client: "+msg)
+}
+
+// backoff is a capped exponential backoff with jitter.
+type backoff struct{ cur time.Duration }
+
+const (
+	backoffMin = 50 * time.Millisecond
+	backoffMax = 2 * time.Second
+)
+
+func (b *backoff) next() time.Duration {
+	b.cur = min(max(2*b.cur, backoffMin), backoffMax)
+	return b.cur/2 + time.Duration(time.Now().UnixNano()%int64(b.cur/2))
+}
+
+func (b *backoff) reset() { b.cur = 0 }
