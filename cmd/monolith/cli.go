@@ -36,9 +36,10 @@ func commands() map[string]command {
 		"bench":    {"run the benchmark suite (quick or full): ratios against same-run baselines, RESULTS.md and plots", runBench},
 
 		"fake-tfserving":   {"serve a TF Serving double (ModelService, GetModelMetadata) behind tensorflow_model_server's flags until SIGTERM", runFakeTFServing},
-		"agent":            notYet("the serving agent (issue 8)"),
-		"agent-client":     notYet("the serving agent client (issue 8)"),
-		"agent-controller": notYet("the serving agent controller (issue 8)"),
+		"agent":            {"run the serving agent (v1 replicas and TF Serving processes, v3 unified layouts) until SIGTERM", runAgent},
+		"agent-client":     {"query a serving agent (hb, gr) and its ZooKeeper state (addr, get, load, unload, clean)", runAgentClient},
+		"agent-controller": {"declare, publish and unpublish exported saved models in ZooKeeper layouts; print bzid_info", runAgentController},
+		"fake-export":      {"write a fake exported model tree (entry, ps_i with saved_model.pb) for agent demos and tests", runFakeExport},
 		"ctl":              notYet("the training controller client (issue 9)"),
 
 		"ps":        {"run one parameter-server shard (gRPC) until SIGTERM, checkpointing on shutdown", runPS},
