@@ -160,7 +160,11 @@ func TestMergeDCAware(t *testing.T) {
 
 // TestServiceV2 answers from a ZKMirror view: keys "model:st:task" and GetReplicas by model.
 func TestServiceV2(t *testing.T) {
-	rm := func(a string) datadef.ReplicaMeta { r := datadef.NewReplicaMeta(); r.Address = datadef.Some(a); return r }
+	rm := func(a string) datadef.ReplicaMeta {
+		r := datadef.NewReplicaMeta()
+		r.Address = datadef.Some(a)
+		return r
+	}
 	src := tableMirror{"m:ps:0": {rm("h:1"), rm("h:2")}, "m:ps:1": {rm("h:3")}, "m:entry:0": {rm("h:4")}}
 	c := serve(t, ServiceOptions{Version: 2, Mirror: src,
 		Resource: func(context.Context) (*pb.GetResourceResponse, error) {

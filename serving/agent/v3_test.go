@@ -253,7 +253,9 @@ func heartBeat(t *testing.T, addr string) []string {
 	return lines
 }
 
-func sm(sub string) datadef.SavedModel { return datadef.SavedModel{ModelName: testModel, SubGraph: sub} }
+func sm(sub string) datadef.SavedModel {
+	return datadef.SavedModel{ModelName: testModel, SubGraph: sub}
+}
 
 // TestV3PublishAndUnpublish ports agent_v3_test.py on a real ZooKeeper and a real TF
 // Serving process (the fake): publishing entry and ps_0 loads exactly those, binds them and
@@ -400,7 +402,9 @@ func TestV3SIGTERM(t *testing.T) {
 	eventually(t, func() bool {
 		bindings, _ = ctl.Client().Children(ctx, "/"+testBzid+"/binding/"+testModel)
 		return len(children()) == 1 && len(bindings) == 1
-	}, func() string { return fmt.Sprintf("agent registered %q, bindings %q; stderr:\n%s", children(), bindings, stderr.String()) })
+	}, func() string {
+		return fmt.Sprintf("agent registered %q, bindings %q; stderr:\n%s", children(), bindings, stderr.String())
+	})
 	tfsPids := childPids(t, cmd.Process.Pid)
 	if len(tfsPids) == 0 {
 		t.Fatal("the agent has no TF Serving child")
