@@ -306,6 +306,9 @@ func waitPort(ctx context.Context, port int, every time.Duration, exited <-chan 
 // or a process exits, after stopping everything. A process exit is an error.
 func (a *V1) Run(ctx context.Context) error {
 	if err := a.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting (Start has stopped what it started)
+		}
 		return err
 	}
 	exited := make(chan *process, len(a.procs))

@@ -263,6 +263,9 @@ func (a *V3) Start(ctx context.Context) (err error) {
 // or TF Serving exits, after Stop. A TF Serving exit is an error.
 func (a *V3) Run(ctx context.Context) error {
 	if err := a.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting (Start has stopped what it started)
+		}
 		return err
 	}
 	var err error
