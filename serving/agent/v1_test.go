@@ -53,8 +53,8 @@ func newV1(t *testing.T, servers []string, g *gateReplicas) *V1 {
 	}
 	a, err := NewV1(V1Options{
 		Config: cfg, Getenv: config.MapEnv(map[string]string{tfs.EnvBinary: os.Args[0]}),
-		ZK:          zk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog()},
-		NewReplicas: func(*zk.Client, config.AgentConfig) (Replicas, error) { return g, nil },
+		ZK:           zk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog()},
+		NewReplicas:  func(*zk.Client, config.AgentConfig) (Replicas, error) { return g, nil },
 		PollInterval: 20 * time.Millisecond, StartTimeout: waitFor, Logger: zktest.NewLogger(t).Slog(),
 	})
 	if err != nil {
