@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
@@ -84,6 +85,8 @@ type V3 struct {
 	mu       sync.Mutex
 	accepted []datadef.SavedModel // the sub-graphs of the last config written
 	kick     chan struct{}
+
+	latestOnceLogged atomic.Bool
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -409,6 +412,9 @@ func (a *V3) onLayout(entries []zk.LayoutEntry) bool {
 		}
 		models = append(models, mc)
 		accepted = append(accepted, e.SavedModel)
+	}
+	if config.UsesLatestOnce(models) && !a.latestOnceLogged.Swap(true) {
+		a.log.Info("version policy latest_once is written as latest { num_versions: 1 } for a stock TF Serving (S4)")
 	}
 	text := config.ModelServerConfigText(models)
 	if err := writeFileAtomic(a.opts.ModelConfigFile, []byte(text)); err != nil {
