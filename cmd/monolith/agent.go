@@ -3,10 +3,158 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/monolith-go/monolith/serving/agent"
+	"github.com/monolith-go/monolith/serving/config"
+	"github.com/monolith-go/monolith/serving/hostutil"
+	"github.com/monolith-go/monolith/serving/modelmgr"
+	"github.com/monolith-go/monolith/serving/zk"
 )
 
-// runAgent is `monolith agent`.
-func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented: the serving agent (issue 8)")
+// envMPSChild marks an agent started by an MPS parent (dense_service_num processes).
+const envMPSChild = "MONOLITH_AGENT_MPS_CHILD"
+
+// runAgent is `monolith agent`: the serving agent of spec §1.1 (agent.py/run_agent). It
+// loads and resolves the conf, writes the platform config, runs the rough-sort model
+// manager when configured, and then the agent of agent_version (1 or 3) until SIGTERM or
+// SIGINT, which stop its TF Serving processes and close its ZooKeeper session (removing
+// its ephemeral nodes) before it exits 0.
+func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlagSet("agent", stderr)
+	conf := fs.String("conf", "", "agent conf file (required)")
+	tfsLog := fs.String("tfs_log", "", "TF Serving log file (v1: {dir}/{ps,entry,dense}_{name}); empty: the agent's log")
+	host := fs.String("agent_host", "127.0.0.1", "address AgentService binds (the reference binds every interface: use ::)")
+	tfsDir := fs.String("tfs_dir", "", "TF Serving's working directory (relative conf/ paths); empty: the current one")
+	verbose := fs.Bool("v", false, "verbose logging")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: monolith agent --conf FILE [flags]\n\n"+
+			"Runs the serving agent of the conf's agent_version: 1 supervises the ps/entry/dense TF Serving\n"+
+			"processes and registers their replicas; 3 (deploy_type unified) loads the sub-graphs of its\n"+
+			"ZooKeeper layout. TF Serving is MONOLITH_TFS_BINARY (\"/path/to/monolith fake-tfserving\" for the double).")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 || *conf == "" {
+		return fmt.Errorf("%w: agent needs --conf and takes no arguments", errUsage)
+	}
+	log := loggerAt(stderr, *verbose, slog.LevelInfo)
+	cfg, err := config.Parser{Warn: func(w config.Warning) { log.Warn("conf", "warning", w.String()) }}.Load(*conf)
+	if err != nil {
+		return err
+	}
+	env := config.OSEnv()
+	if cfg, err = cfg.Resolve(env, config.FreePort); err != nil {
+		return err
+	}
+	writePlatformConfig(cfg, log)
+
+	if cfg.DeployType == config.DeployDense && cfg.DenseServiceNum > 1 && os.Getenv(envMPSChild) == "" {
+		return runAgentMPS(ctx, cfg, *conf, *tfsLog, log)
+	}
+	mo := modelmgr.DefaultOptions()
+	mo.ModelName, mo.SourcePath, mo.ReceivePath = cfg.RoughSortModelName, cfg.RoughSortModelP2PPath, cfg.RoughSortModelLocalPath
+	mm, err := modelmgr.New(mo, log)
+	if err != nil {
+		return fmt.Errorf("rough-sort model manager: %w", err)
+	}
+	if err := mm.Start(ctx); err != nil {
+		return fmt.Errorf("rough-sort model manager: %w", err)
+	}
+	defer mm.Stop()
+	zkOpts := zk.Options{Auth: os.Getenv("ZK_AUTH"), Logger: log}
+	listen := net.JoinHostPort(*host, strconv.Itoa(cfg.AgentPort))
+	switch cfg.AgentVersion {
+	case 1:
+		a, err := agent.NewV1(agent.V1Options{
+			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
+			NewReplicas: func(*zk.Client, config.AgentConfig) (agent.Replicas, error) {
+				return nil, errors.New("not implemented: the v1 replica manager (serving/replica)")
+			},
+			Listen: listen,
+		})
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
+	case 2:
+		return errors.New("agent_version v2 is not support")
+	case 3:
+		a, err := agent.NewV3(agent.V3Options{
+			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
+			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen,
+		})
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
+	}
+	return fmt.Errorf("agent_version %d is not 1, 2 or 3", cfg.AgentVersion)
+}
+
+// writePlatformConfig writes the platform config text to platform_config_file (post-init
+// step 6); a failure is logged and the file removed, as in the reference.
+func writePlatformConfig(cfg config.AgentConfig, log *slog.Logger) {
+	p := cfg.PlatformConfigFile
+	if err := os.WriteFile(p, []byte(cfg.PlatformConfigText()), 0o644); err != nil {
+		log.Warn("platform config not written; TF Serving gets --platform_config_file anyway", "file", p, "err", err)
+		_ = os.Remove(p)
+	}
+}
+
+// runAgentMPS is the dense MPS mode: dense_service_num agents of this conf, child i with
+// REPLICA_ID = replica_id × dense_service_num + i, DENSE_SERVICE_IDX = i and the log
+// {tfs_log}.mps{i}. SIGTERM is passed on; the first child to fail stops the others.
+func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog string, log *slog.Logger) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("agent MPS mode: %w", err)
+	}
+	base := 0
+	if cfg.ReplicaID != nil {
+		base = *cfg.ReplicaID
+	}
+	n := cfg.DenseServiceNum
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		childArgs := []string{"agent", "--conf", conf}
+		if tfsLog != "" {
+			childArgs = append(childArgs, "--tfs_log", tfsLog+".mps"+strconv.Itoa(i))
+		}
+		cmd := exec.CommandContext(ctx, self, childArgs...)
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.Env = append(os.Environ(), envMPSChild+"=1",
+			"REPLICA_ID="+strconv.Itoa(base*n+i), "DENSE_SERVICE_IDX="+strconv.Itoa(i))
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("agent MPS mode: start agent %d: %w", i, err)
+		}
+		log.Info("MPS agent started", "index", i, "pid", cmd.Process.Pid, "conf", filepath.Base(conf))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cmd.Wait(); err != nil && ctx.Err() == nil {
+				errs[i] = fmt.Errorf("MPS agent %d: %w", i, err)
+			}
+			cancel()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

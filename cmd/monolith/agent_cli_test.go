@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monolith-go/monolith/internal/zktest"
+	"github.com/monolith-go/monolith/serving/agent"
+	"github.com/monolith-go/monolith/serving/datadef"
+	"github.com/monolith-go/monolith/serving/savedmodel"
+	"github.com/monolith-go/monolith/serving/zk"
+)
+
+func zkClient(t *testing.T, servers []string) *zk.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := zk.Connect(ctx, zk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func children(t *testing.T, c *zk.Client, p string) []string {
+	t.Helper()
+	kids, err := c.Children(context.Background(), p)
+	if err != nil && !strings.Contains(err.Error(), "node does not exist") {
+		t.Fatal(err)
+	}
+	return kids
+}
+
+// TestAgentController ports agent_controller_test.py on a real ZooKeeper: decl of an export
+// with entry and ps_0..ps_4 declares those six; pub/unpub of entry and ps_* give the layout
+// lists [entry], [entry, ps_0..ps_4], [entry], []; decl again without --overwrite fails;
+// bzid_info prints the declared and published state as JSON.
+func TestAgentController(t *testing.T) {
+	srv := zktest.Start(t)
+	export := t.TempDir()
+	if err := savedmodel.WriteFakeExport(export, "test_ffm_model", 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	zkArgs := []string{"--zk_servers", srv.Addr(), "--bzid", "gip"}
+	ctl := func(args ...string) (string, error) {
+		out, stderr, err := runCLI(t, append(append([]string{"agent-controller"}, zkArgs...), args...)...)
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, stderr)
+		}
+		return out, err
+	}
+	if _, err := ctl("--cmd", "decl", "--export_base", export); err != nil {
+		t.Fatal(err)
+	}
+	z := zkClient(t, srv.Servers())
+	want := []string{"entry", "ps_0", "ps_1", "ps_2", "ps_3", "ps_4"}
+	if got := children(t, z, "/gip/saved_models/test_ffm_model"); !slices.Equal(got, want) {
+		t.Fatalf("declared %q, want %q", got, want)
+	}
+	data, _, err := z.Get(context.Background(), "/gip/saved_models/test_ffm_model/ps_3")
+	if wantJSON := `{"model_base_path": "` + filepath.Join(export, "ps_3") + `", "version_policy": "latest_once"}`; err != nil || string(data) != wantJSON {
+		t.Errorf("ps_3 deploy config %s (%v), want %s", data, err, wantJSON)
+	}
+	if _, err := ctl("--cmd", "decl", "--export_base", export); err == nil || !strings.Contains(err.Error(), "overwrite") {
+		t.Errorf("decl twice without --overwrite: %v", err)
+	}
+	if _, err := ctl("--cmd", "decl", "--export_base", export, "--overwrite", "1"); err != nil {
+		t.Errorf("decl --overwrite 1: %v", err)
+	}
+
+	layout := "/gip/layouts/test_layout"
+	for _, step := range []struct {
+		cmd, pattern string
+		want         []string
+	}{
+		{"pub", "test_ffm_model:entry", []string{"entry"}},
+		{"pub", "test_ffm_model:ps_*", want},
+		{"unpub", "test_ffm_model:ps_*", []string{"entry"}},
+		{"unpub", "test_ffm_model:entry", nil},
+	} {
+		if _, err := ctl("--cmd", step.cmd, "--layout", "test_layout", "--model_name", step.pattern); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, k := range children(t, z, layout) {
+			got = append(got, strings.TrimPrefix(k, "test_ffm_model:"))
+		}
+		if !slices.Equal(got, step.want) {
+			t.Errorf("after %s %s: layout %q, want %q", step.cmd, step.pattern, got, step.want)
+		}
+	}
+	if _, err := ctl("--cmd", "pub", "--layout", "test_layout", "--model_name", "test_ffm_model:ps_[!0-2]"); err != nil {
+		t.Fatal(err)
+	}
+	if got := children(t, z, layout); !slices.Equal(got, []string{"test_ffm_model:ps_3", "test_ffm_model:ps_4"}) {
+		t.Errorf("pub ps_[!0-2]: layout %q", got)
+	}
+	out, err := ctl("--cmd", "bzid_info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"sub_graphs_total": 6`, `"test_layout": [`, `"test_ffm_model:ps_3"`} {
+		if !strings.Contains(out, s) {
+			t.Errorf("bzid_info lacks %s:\n%s", s, out)
+		}
+	}
+	if !strings.HasPrefix(out, "\n{\n") {
+		t.Errorf("bzid_info output does not start with an empty line and indented JSON:\n%q", out[:min(len(out), 40)])
+	}
+	if _, err := ctl("--cmd", "nope"); err == nil {
+		t.Error("an unknown --cmd was accepted")
+	}
+}
+
+func TestFnmatchRegexp(t *testing.T) {
+	for _, tc := range []struct {
+		glob string
+		yes  []string
+		no   []string
+	}{
+		{"ps_*", []string{"ps_0", "ps_12", "ps_"}, []string{"entry", "xps_0"}},
+		{"ps_?", []string{"ps_1"}, []string{"ps_12"}},
+		{"ps_[!0-2]", []string{"ps_3"}, []string{"ps_0", "ps_2"}},
+		{"ps_[0-1]", []string{"ps_0", "ps_1"}, []string{"ps_2"}},
+		{"a.b[", []string{"a.b["}, []string{"axb["}},
+		{"*", []string{"", "anything"}, nil},
+		{"[^x]", []string{"^", "x"}, []string{"y"}},
+	} {
+		re, err := fnmatchRegexp(tc.glob)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.glob, err)
+		}
+		for _, s := range tc.yes {
+			if !re.MatchString(s) {
+				t.Errorf("%q does not match %q", tc.glob, s)
+			}
+		}
+		for _, s := range tc.no {
+			if re.MatchString(s) {
+				t.Errorf("%q matches %q", tc.glob, s)
+			}
+		}
+	}
+}
+
+// staticReplicas answers a v1 AgentService from fixed data.
+type staticReplicas map[string][]string
+
+func (s staticReplicas) GetAllReplicas(string, string, string) map[string][]string { return s }
+func (s staticReplicas) GetReplicas(st string, task int, _, _ string) []string {
+	return s[fmt.Sprintf("%s:%d", st, task)]
+}
+
+// TestAgentClient: hb and gr print the reference's formats from a real AgentService; load,
+// get portal, unload, addr and clean work on a real ZooKeeper.
+func TestAgentClient(t *testing.T) {
+	srv := zktest.Start(t)
+	svc, err := agent.NewService(agent.ServiceOptions{Version: 1, Replicas: staticReplicas{
+		"ps:0": {"10.0.0.1:8500", "10.0.0.2:8500"}, "ps:1": {},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Start()
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	conf := filepath.Join(t.TempDir(), "agent.conf")
+	text := fmt.Sprintf("bzid gip\nbase_name m\ndeploy_type ps\nzk_servers %s\nagent_port %d\n", srv.Addr(), svc.Port())
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := func(args ...string) string {
+		t.Helper()
+		out, stderr, err := runCLI(t, append([]string{"agent-client", "--conf", conf}, args...)...)
+		if err != nil {
+			t.Fatalf("agent-client %q: %v\n%s", args, err, stderr)
+		}
+		return out
+	}
+	if got, want := client("--cmd_type", "hb"), "ps:0  -> (2) \n\taddress: \"10.0.0.1:8500\"\n\taddress: \"10.0.0.2:8500\"\nps:1  -> (1) \n\t\n"; got != want {
+		t.Errorf("hb:\n%q\nwant\n%q", got, want)
+	}
+	if got, want := client("--cmd_type", "gr", "--task", "0"), "PS 0  =>  ['10.0.0.1:8500', '10.0.0.2:8500']\n"; got != want {
+		t.Errorf("gr: %q, want %q", got, want)
+	}
+
+	if got := client("--cmd_type", "get", "--args", "portal"); got != "no portal found !\n" {
+		t.Errorf("get portal before load: %q", got)
+	}
+	client("--cmd_type", "load", "--model_dir", "/d", "--ckpt", "model.ckpt-1", "--num_shard", "3")
+	if got, want := client("--cmd_type", "get", "--args", "portal"), `m b'{"model_name": "m", "model_dir": "/d", "ckpt": "model.ckpt-1", "num_shard": 3, "action": "NONE", "spec_replicas": []}'`+"\n"; got != want {
+		t.Errorf("get portal:\n%q\nwant\n%q", got, want)
+	}
+	client("--cmd_type", "unload")
+	if got := client("--cmd_type", "get", "--args", "portal"); got != "{}\n" {
+		t.Errorf("get portal after unload: %q", got)
+	}
+
+	if got := client("--cmd_type", "addr"); got != "m has not load !\n" {
+		t.Errorf("addr before any replica: %q", got)
+	}
+	z := zkClient(t, srv.Servers())
+	rm := datadef.NewReplicaMeta()
+	rm.Address, rm.Stat = datadef.Some("10.0.0.1:8500"), datadef.ModelStateAvailable
+	for _, p := range []string{"/gip/service/m/ps:0/1", "/gip/service/m/lf:default/ps:1/00000000002"} {
+		if err := z.CreateOrSet(context.Background(), p, rm.Serialize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "/gip/service/m/lf:default/ps:1/00000000002\tarchon_address: None\taddress: 10.0.0.1:8500\tstate: AVAILABLE\n" +
+		"/gip/service/m/ps:0/1\tarchon_address: None\taddress: 10.0.0.1:8500\tstate: AVAILABLE\n"
+	if got := client("--cmd_type", "addr"); got != want {
+		t.Errorf("addr:\n%q\nwant\n%q", got, want)
+	}
+	client("--cmd_type", "clean", "--args", "addr")
+	if kids := children(t, z, "/gip/service"); len(kids) != 0 {
+		t.Errorf("service after clean addr: %q", kids)
+	}
+	if _, _, err := runCLI(t, "agent-client", "--conf", conf, "--cmd_type", "get", "--args", "info"); err == nil || !strings.HasPrefix(err.Error(), "not implemented: ") {
+		t.Errorf("get info: %v, want not implemented", err)
+	}
+}
+
+func TestPyRepr(t *testing.T) {
+	for in, want := range map[string]string{`ab`: `b'ab'`, `it's`: `b"it's"`, `'"`: `b'\'"'`, "a\nb\x00\xff": `b'a\nb\x00\xff'`} {
+		if got := pyRepr([]byte(in), true); got != want {
+			t.Errorf("pyRepr(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

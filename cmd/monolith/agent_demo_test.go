@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAgentDemo runs the README's serving-agent demo (scripts/agent-demo.sh) with this test
+// binary as monolith: a real ZooKeeper, fake-export, agent-controller decl and pub, a v3
+// agent with fake-tfserving, agent-client hb showing every published sub-graph with the
+// agent's TF Serving address, unpub removing them, and SIGTERM ending the agent with 0.
+func TestAgentDemo(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("the demo needs ZooKeeper (java): run `sudo apt-get install zookeeper`: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../../scripts/agent-demo.sh", os.Args[0])
+	cmd.Env = append(os.Environ(), envTestMain+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agent-demo.sh: %v\n%s", err, out)
+	}
+	text := string(out)
+	before, after, ok := strings.Cut(text, "--cmd unpub")
+	if !ok {
+		t.Fatalf("no unpub step in the demo output:\n%s", text)
+	}
+	for _, key := range []string{"test_ffm_model:entry", "test_ffm_model:ps_0", "test_ffm_model:ps_1"} {
+		if !strings.Contains(before, key+"  -> (1)") {
+			t.Errorf("hb after pub lacks %q:\n%s", key, before)
+		}
+		if strings.Contains(after, key+"  -> ") {
+			t.Errorf("hb after unpub still shows %q:\n%s", key, after)
+		}
+	}
+	if !strings.Contains(after, "agent stopped (exit 0)") {
+		t.Errorf("the agent did not stop cleanly:\n%s", text)
+	}
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The serving-agent demo of the README (issue 8): a real ZooKeeper on 127.0.0.1, a fake
+# exported model, agent-controller decl + pub, a v3 agent running `monolith fake-tfserving`
+# as TF Serving, agent-client hb before and after unpub. Everything it starts stops when it
+# exits. Usage: scripts/agent-demo.sh [MONOLITH_BINARY]  (default: builds bin/monolith).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BIN=${1:-}
+if [[ -z "$BIN" ]]; then
+	go build -o bin/monolith ./cmd/monolith
+	BIN=$PWD/bin/monolith
+fi
+JARS=/usr/share/java
+[[ -f $JARS/zookeeper.jar ]] || { echo "ZooKeeper is not installed: sudo apt-get install zookeeper" >&2; exit 1; }
+
+WORK=$(mktemp -d /tmp/monolith-agent-demo.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+say() { printf '\n$ %s\n' "$*"; }
+
+# 1. ZooKeeper, standalone on loopback.
+ZK_PORT=$(free_port)
+mkdir -p "$WORK/zk"
+cat > "$WORK/zk/zoo.cfg" <<EOF
+tickTime=500
+dataDir=$WORK/zk
+clientPort=$ZK_PORT
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=ruok
+EOF
+CP=$JARS/zookeeper.jar
+[[ -f $JARS/slf4j-simple.jar ]] && CP=$CP:$JARS/slf4j-simple.jar
+java -Xmx256m -Dzookeeper.admin.enableServer=false -cp "$CP" \
+	org.apache.zookeeper.server.ZooKeeperServerMain "$WORK/zk/zoo.cfg" > "$WORK/zk/zookeeper.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do
+	[[ "$( (exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && echo ruok >&3 && cat <&3) 2>/dev/null)" == imok ]] && break
+	sleep 0.2
+done
+ZK=127.0.0.1:$ZK_PORT
+echo "ZooKeeper on $ZK"
+
+# 2. A fake exported model: entry and ps_0, ps_1, one version each.
+say monolith fake-export --out "$WORK/export" --model test_ffm_model --num-ps 2
+"$BIN" fake-export --out "$WORK/export" --model test_ffm_model --num-ps 2
+
+# 3. Declare its sub-graphs and publish all of them to the layout.
+say monolith agent-controller --cmd decl --zk_servers "$ZK" --bzid demo --export_base "$WORK/export"
+"$BIN" agent-controller --cmd decl --zk_servers "$ZK" --bzid demo --export_base "$WORK/export"
+say monolith agent-controller --cmd pub --zk_servers "$ZK" --bzid demo --layout demo_layout --model_name 'test_ffm_model:*'
+"$BIN" agent-controller --cmd pub --zk_servers "$ZK" --bzid demo --layout demo_layout --model_name 'test_ffm_model:*'
+
+# 4. A v3 agent; TF Serving is monolith's own double.
+cat > "$WORK/agent.conf" <<EOF
+bzid demo
+deploy_type unified
+agent_version 3
+zk_servers $ZK
+layout_pattern demo_layout
+tfs_port_grpc $(free_port)
+tfs_port_http $(free_port)
+tfs_port_archon $(free_port)
+agent_port $(free_port)
+EOF
+say MONOLITH_TFS_BINARY=\""$BIN fake-tfserving"\" monolith agent --conf agent.conf '&'
+MONOLITH_TFS_BINARY="$BIN fake-tfserving" "$BIN" agent --conf "$WORK/agent.conf" --tfs_log "$WORK/tfs.log" 2> "$WORK/agent.log" &
+AGENT=$!
+PIDS+=($AGENT)
+
+hb() { "$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type hb --server_type ps; }
+wait_hb() { # wait until hb shows exactly $1 keys (bounded)
+	for _ in $(seq 150); do
+		n=$(hb 2>/dev/null | grep -c -- ' -> ' || true)
+		[[ "$n" == "$1" ]] && return 0
+		kill -0 "$AGENT" 2>/dev/null || { echo "the agent exited:" >&2; cat "$WORK/agent.log" >&2; exit 1; }
+		sleep 0.2
+	done
+	echo "agent-client hb never showed $1 keys; agent log:" >&2; cat "$WORK/agent.log" >&2; exit 1
+}
+
+# 5. The published sub-graphs load and appear in HeartBeat with the agent's address.
+wait_hb 3
+say monolith agent-client --conf agent.conf --cmd_type hb --server_type ps
+hb
+
+# 6. Unpublish everything: the keys disappear.
+say monolith agent-controller --cmd unpub --zk_servers "$ZK" --bzid demo --layout demo_layout --model_name 'test_ffm_model:*'
+"$BIN" agent-controller --cmd unpub --zk_servers "$ZK" --bzid demo --layout demo_layout --model_name 'test_ffm_model:*'
+wait_hb 0
+say monolith agent-client --conf agent.conf --cmd_type hb --server_type ps
+hb
+echo "(no keys)"
+
+# 7. SIGTERM: the agent stops its TF Serving and leaves ZooKeeper.
+kill -TERM "$AGENT"
+wait "$AGENT"
+echo
+echo "agent stopped (exit 0)"
