@@ -18,6 +18,7 @@ import (
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/hostutil"
 	"github.com/monolith-go/monolith/serving/modelmgr"
+	"github.com/monolith-go/monolith/serving/replica"
 	"github.com/monolith-go/monolith/serving/zk"
 )
 
@@ -79,8 +80,17 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	case 1:
 		a, err := agent.NewV1(agent.V1Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
-			NewReplicas: func(*zk.Client, config.AgentConfig) (agent.Replicas, error) {
-				return nil, errors.New("not implemented: the v1 replica manager (serving/replica)")
+			NewReplicas: func(c *zk.Client, cfg config.AgentConfig) (agent.Replicas, error) {
+				mon, err := replica.NewTFSMonitor(cfg, "127.0.0.1")
+				if err != nil {
+					return nil, err
+				}
+				m, err := replica.NewManager(c, cfg, mon, replica.Options{Env: env, Logger: log})
+				if err != nil {
+					mon.Close()
+					return nil, err
+				}
+				return v1Replicas{m, mon}, nil
 			},
 			Listen: listen,
 		})
@@ -102,6 +112,15 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	return fmt.Errorf("agent_version %d is not 1, 2 or 3", cfg.AgentVersion)
 }
+
+// v1Replicas is the v1 agent's replica manager with the TF Serving monitor it owns.
+type v1Replicas struct {
+	*replica.Manager
+	mon *replica.TFSMonitor
+}
+
+// Stop stops the manager, then closes the monitor's connections.
+func (r v1Replicas) Stop() { r.Manager.Stop(); r.mon.Close() }
 
 // writePlatformConfig writes the platform config text to platform_config_file (post-init
 // step 6); a failure is logged and the file removed, as in the reference.

@@ -14,8 +14,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/zktest"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
+	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
+	"github.com/monolith-go/monolith/serving/replica"
+	"github.com/monolith-go/monolith/serving/zk"
 )
 
 // tableReplicas is a v1 ReplicaSource over fixed data keyed "idc:cluster/st:task".
@@ -219,5 +223,43 @@ func TestNewServiceRejects(t *testing.T) {
 			s.Stop(context.Background())
 			t.Errorf("NewService(version %d without its source) succeeded", o.Version)
 		}
+	}
+}
+
+// TestServiceV1Watcher is agent_service_test.py on a real ZooKeeper: 20 PS tasks with two
+// AVAILABLE replicas each under a dc_aware prefix, watched by serving/replica's Watcher;
+// HeartBeat(PS) answers 20 keys and GetReplicas(PS, 1) two addresses.
+func TestServiceV1Watcher(t *testing.T) {
+	srv := zktest.Start(t)
+	ctx := context.Background()
+	c, err := zk.Connect(ctx, zk.Options{Servers: srv.Servers(), SessionTimeout: zktest.SessionTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	for task := range 20 {
+		for r := 1; r <= 2; r++ {
+			rm := datadef.NewReplicaMeta()
+			rm.Address, rm.Stat = datadef.Some(fmt.Sprintf("10.0.%d.%d:8500", task, r)), datadef.ModelStateAvailable
+			if err := c.CreateOrSet(ctx, fmt.Sprintf("/gip/service/m/lf:default/ps:%d/%d", task, r), rm.Serialize()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg := config.Default()
+	cfg.BZID, cfg.BaseName, cfg.DCAware = "gip", "m", true
+	w := replica.NewWatcher(c, cfg, nil)
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	cl := serve(t, ServiceOptions{Version: 1, Replicas: w, IDC: "lf", Cluster: "default", DCAware: true})
+	eventually(t, func() bool {
+		hb, err := cl.HeartBeat(callCtx(t), &pb.HeartBeatRequest{ServerType: pb.ServerType_PS})
+		return err == nil && len(hb.GetAddresses()) == 20 && len(hb.GetAddresses()["ps:19"].GetAddress()) == 2
+	}, func() string { return "HeartBeat(PS) never showed 20 tasks of 2 replicas" })
+	gr, err := cl.GetReplicas(callCtx(t), &pb.GetReplicasRequest{ServerType: pb.ServerType_PS, Task: 1})
+	if err != nil || !slices.Equal(gr.GetAddressList().GetAddress(), []string{"10.0.1.1:8500", "10.0.1.2:8500"}) {
+		t.Errorf("GetReplicas(PS, 1) = %v, %v", gr, err)
 	}
 }

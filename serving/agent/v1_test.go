@@ -14,6 +14,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/serving/config"
+	"github.com/monolith-go/monolith/serving/replica"
 	"github.com/monolith-go/monolith/serving/tfs"
 	"github.com/monolith-go/monolith/serving/zk"
 )
@@ -170,5 +171,58 @@ func TestNewV1Rejects(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestV1WithReplicaManager runs the whole v1 flow on a real ZooKeeper with
+// serving/replica's manager: the ps process loads ps_0, the updater marks ps:0/1 AVAILABLE,
+// the watcher sees it, the entry process starts, and HeartBeat(PS) answers "ps:0" with the
+// ps process's address.
+func TestV1WithReplicaManager(t *testing.T) {
+	srv := zktest.Start(t)
+	t.Setenv(envFakeTFS, "1")
+	base := t.TempDir()
+	for _, s := range []string{"ps_0", "entry"} {
+		if err := os.MkdirAll(filepath.Join(base, s, "1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := fmt.Sprintf("bzid %s\nbase_name %s\nbase_path %s\ndeploy_type mixed\nagent_version 1\nzk_servers %s\nreplica_id 1\n",
+		testBzid, testModel, base, srv.Addr())
+	cfg, err := config.Parse(strings.NewReader(conf), "v1.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := config.MapEnv(map[string]string{"SHARD_ID": "0", config.EnvHostIP: "127.0.0.1", tfs.EnvBinary: os.Args[0]})
+	if cfg, err = cfg.Resolve(env, config.FreePort); err != nil {
+		t.Fatal(err)
+	}
+	log := zktest.NewLogger(t).Slog()
+	var mon *replica.TFSMonitor
+	a, err := NewV1(V1Options{
+		Config: cfg, Getenv: env, Logger: log, PollInterval: 20 * time.Millisecond, StartTimeout: waitFor,
+		ZK: zk.Options{Servers: srv.Servers(), SessionTimeout: zktest.SessionTimeout, Logger: log},
+		NewReplicas: func(c *zk.Client, cfg config.AgentConfig) (Replicas, error) {
+			if mon, err = replica.NewTFSMonitor(cfg, "127.0.0.1"); err != nil {
+				return nil, err
+			}
+			return replica.NewManager(c, cfg, mon, replica.Options{UpdateInterval: 20 * time.Millisecond, Env: env, Logger: log})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { a.Stop(context.Background()); mon.Close() }()
+	want := []string{fmt.Sprintf("ps:0=127.0.0.1:%d", cfg.TFSPSPort)}
+	if got := heartBeat(t, a.AgentAddr()); !slices.Equal(got, want) {
+		t.Errorf("HeartBeat(PS) %q, want %q", got, want)
+	}
+	if a.Pids()["entry"] == 0 {
+		t.Error("Start returned without an entry process")
 	}
 }

@@ -1,0 +1,728 @@
+// Package replica is the v1 serving agent's replica management (spec §1.13): Watcher
+// mirrors every replica node under /{bzid}/service/{base_name} (ReplicaWatcher), Manager
+// registers this agent's own replicas and keeps their state in step with TF Serving
+// (ReplicaUpdater, ReplicaManager), and TFSMonitor routes status requests to the ps,
+// entry and dense TF Serving processes.
+//
+// Decisions: S6, the agent's own nodes carry the deployment's gRPC and archon ports,
+// IPv6 hosts are bracketed and own nodes are recognised by exact path; S7, replica nodes are
+// serving/zk owned ephemeral nodes, re-created with their latest data as soon as a new
+// session exists (no 10 s re-register loop, no flag left set, no sleep in a ZooKeeper
+// callback), and status updates pause while the session is lost. Departures, pinned by
+// tests: the reconciliation poll re-creates an own node deleted by someone else in the same
+// session (the reference's substring match could hit replica 11 for replica 1); a replica
+// node whose JSON does not decode is left out with a log line (the reference's watch
+// crashed); replica_id -1 for an entry (a sequential node in the reference) is an error
+// "not implemented"; the metrics loop is not ported (the reference's metrics client is a
+// no-op in open source).
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
+	"github.com/monolith-go/monolith/serving/config"
+	"github.com/monolith-go/monolith/serving/datadef"
+	"github.com/monolith-go/monolith/serving/tfs"
+	"github.com/monolith-go/monolith/serving/zk"
+)
+
+// StatusSource answers the status of one of the agent's models (TF Serving's newest
+// AVAILABLE version, else its newest; tfs.Monitor.ModelStatus semantics).
+type StatusSource interface {
+	ModelStatus(ctx context.Context, name string) (*tfspb.ModelVersionStatus, error)
+}
+
+// Options configure a Manager.
+type Options struct {
+	// UpdateInterval is the status-update period (default 1 s).
+	UpdateInterval time.Duration
+	// PollInterval is the Watcher's reconciliation period (default 60 s).
+	PollInterval time.Duration
+	// Env gives MY_HOST_IP and MY_HOST_IPV6 (nil: the process environment).
+	Env config.Env
+	// Logger receives the manager's messages (nil: discard).
+	Logger *slog.Logger
+}
+
+// Watcher is the ReplicaWatcher: a cache of every replica node under the service prefix,
+// kept by a chain of children watches ([idc:cluster →] task → replica) and a data watch per
+// replica node, and rebuilt from ZooKeeper every poll.
+type Watcher struct {
+	client  *zk.Client
+	prefix  string
+	dcAware bool
+	family  datadef.AddressFamily
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	replicas map[string]map[string]datadef.ReplicaMeta // task path → replica id (decimal) → meta
+	watched  map[string]bool                           // paths with a watch
+	watches  []*zk.Watch
+}
+
+// NewWatcher makes a Watcher of /{bzid}/service/{base_name}.
+func NewWatcher(client *zk.Client, cfg config.AgentConfig, log *slog.Logger) *Watcher {
+	family := datadef.IPv4
+	if cfg.Host.IPv6Only {
+		family = datadef.IPv6
+	}
+	return &Watcher{
+		client: client, prefix: "/" + cfg.BZID + "/service/" + cfg.BaseName, dcAware: cfg.DCAware,
+		family: family, log: orDiscard(log),
+		replicas: map[string]map[string]datadef.ReplicaMeta{}, watched: map[string]bool{},
+	}
+}
+
+// Start ensures the prefix and installs the watch chain.
+func (w *Watcher) Start(ctx context.Context) error {
+	if err := w.client.EnsurePath(ctx, w.prefix); err != nil {
+		return fmt.Errorf("serving/replica: %w", err)
+	}
+	level := w.watchTasks
+	if w.dcAware {
+		level = w.watchLocations
+	}
+	return w.watchChildren(ctx, w.prefix, level)
+}
+
+// watchChildren watches path's children once, calling each new child's handler.
+func (w *Watcher) watchChildren(ctx context.Context, path string, child func(ctx context.Context, path string)) error {
+	w.mu.Lock()
+	if w.watched[path] {
+		w.mu.Unlock()
+		return nil
+	}
+	w.watched[path] = true
+	w.mu.Unlock()
+	seen := map[string]bool{}
+	wa, err := w.client.WatchChildren(ctx, path, func(children []string) bool {
+		for _, c := range children {
+			if !seen[c] {
+				seen[c] = true
+				child(context.Background(), path+"/"+c)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		w.mu.Lock()
+		delete(w.watched, path)
+		w.mu.Unlock()
+		return err
+	}
+	w.mu.Lock()
+	w.watches = append(w.watches, wa)
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *Watcher) watchLocations(ctx context.Context, path string) {
+	if err := w.watchChildren(ctx, path, w.watchTasks); err != nil && !errors.Is(err, zk.ErrClosed) {
+		w.log.Warn("watch idc:cluster level", "path", path, "err", err)
+	}
+}
+
+func (w *Watcher) watchTasks(ctx context.Context, path string) {
+	if err := w.watchChildren(ctx, path, w.watchReplica); err != nil && !errors.Is(err, zk.ErrClosed) {
+		w.log.Warn("watch task level", "path", path, "err", err)
+	}
+}
+
+// watchReplica installs the data watch of one replica node.
+func (w *Watcher) watchReplica(ctx context.Context, path string) {
+	i := strings.LastIndexByte(path, '/')
+	task, name := path[:i], path[i+1:]
+	id, err := strconv.ParseInt(name, 10, 64)
+	if err != nil {
+		w.log.Warn("replica node name is not a number; ignored", "path", path)
+		return
+	}
+	rnode := strconv.FormatInt(id, 10)
+	wa, err := w.client.WatchData(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
+		w.onData(task, rnode, path, data, ev)
+		return true
+	})
+	if err != nil {
+		if !errors.Is(err, zk.ErrClosed) {
+			w.log.Warn("watch replica", "path", path, "err", err)
+		}
+		return
+	}
+	w.mu.Lock()
+	w.watches = append(w.watches, wa)
+	w.mu.Unlock()
+}
+
+// onData applies one data-watch call to the cache (§1.13).
+func (w *Watcher) onData(task, rnode, path string, data []byte, ev zk.DataEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ev == zk.DataDeleted || (ev == zk.DataInitial && data == nil) {
+		if m := w.replicas[task]; m != nil {
+			delete(m, rnode)
+			if len(m) == 0 {
+				delete(w.replicas, task)
+			}
+		}
+		return
+	}
+	var meta datadef.ReplicaMeta
+	if len(data) == 0 {
+		cached, ok := w.replicas[task][rnode]
+		if !ok {
+			return
+		}
+		meta = cached
+		meta.Stat = datadef.ModelStateUnknown
+	} else {
+		var err error
+		if meta, err = datadef.DeserializeReplicaMeta(data); err != nil {
+			w.log.Warn("replica node does not decode; left out", "path", path, "err", err)
+			return
+		}
+	}
+	if w.replicas[task] == nil {
+		w.replicas[task] = map[string]datadef.ReplicaMeta{}
+	}
+	w.replicas[task][rnode] = meta
+}
+
+// Poll rebuilds the cache from ZooKeeper and replaces it (reconciliation of missed
+// watches).
+func (w *Watcher) Poll(ctx context.Context) error {
+	tasks, err := w.taskPaths(ctx)
+	if err != nil {
+		return err
+	}
+	fresh := map[string]map[string]datadef.ReplicaMeta{}
+	for _, t := range tasks {
+		reps, err := w.client.Children(ctx, t)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range reps {
+			id, err := strconv.ParseInt(r, 10, 64)
+			if err != nil {
+				continue
+			}
+			data, _, err := w.client.Get(ctx, t+"/"+r)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			meta, err := datadef.DeserializeReplicaMeta(data)
+			if err != nil {
+				w.log.Warn("replica node does not decode; left out", "path", t+"/"+r, "err", err)
+				continue
+			}
+			if fresh[t] == nil {
+				fresh[t] = map[string]datadef.ReplicaMeta{}
+			}
+			fresh[t][strconv.FormatInt(id, 10)] = meta
+		}
+	}
+	w.mu.Lock()
+	w.replicas = fresh
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *Watcher) taskPaths(ctx context.Context) ([]string, error) {
+	kids, err := w.client.Children(ctx, w.prefix)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range kids {
+		if !w.dcAware {
+			out = append(out, w.prefix+"/"+k)
+			continue
+		}
+		ts, err := w.client.Children(ctx, w.prefix+"/"+k)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		for _, t := range ts {
+			out = append(out, w.prefix+"/"+k+"/"+t)
+		}
+	}
+	return out, nil
+}
+
+// Stop ends the watches and clears the cache.
+func (w *Watcher) Stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wa := range w.watches {
+		wa.Stop()
+	}
+	w.watches = nil
+	w.watched = map[string]bool{}
+	w.replicas = map[string]map[string]datadef.ReplicaMeta{}
+}
+
+// each calls fn for every cached task of serverType in the given data centre (every one
+// when idc or cluster is "", or when not dc_aware), in path order.
+func (w *Watcher) each(serverType, idc, cluster string, fn func(zp datadef.ZKPath, reps map[string]datadef.ReplicaMeta)) {
+	paths := make([]string, 0, len(w.replicas))
+	for p := range w.replicas {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		zp, err := datadef.ParseZKPath(p)
+		if err != nil || zp.ServerType != serverType {
+			continue
+		}
+		if w.dcAware && !zp.ShipIn(idc, cluster) {
+			continue
+		}
+		fn(zp, w.replicas[p])
+	}
+}
+
+// available lists the AVAILABLE addresses of reps in replica-id order.
+func (w *Watcher) available(reps map[string]datadef.ReplicaMeta, only func(id int64) bool) []string {
+	ids := make([]int64, 0, len(reps))
+	for id := range reps {
+		n, _ := strconv.ParseInt(id, 10, 64)
+		ids = append(ids, n)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var out []string
+	for _, id := range ids {
+		m := reps[strconv.FormatInt(id, 10)]
+		if m.Stat != datadef.ModelStateAvailable || (only != nil && !only(id)) {
+			continue
+		}
+		if a, err := m.GetAddress(false, w.family); err == nil {
+			if v, ok := a.Get(); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// GetAllReplicas maps every task of serverType to its AVAILABLE addresses: keys "ps:3", or
+// "idc:cluster/ps:3" when dc_aware.
+func (w *Watcher) GetAllReplicas(serverType, idc, cluster string) map[string][]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string][]string{}
+	w.each(serverType, idc, cluster, func(zp datadef.ZKPath, reps map[string]datadef.ReplicaMeta) {
+		key := zp.Task()
+		if w.dcAware {
+			key = zp.Location() + "/" + key
+		}
+		out[key] = append(out[key], w.available(reps, nil)...)
+	})
+	if len(out) == 0 && serverType == config.ServerPS {
+		w.log.Error("no PS replica", "prefix", w.prefix)
+	}
+	return out
+}
+
+// GetReplicas lists the AVAILABLE addresses of one task.
+func (w *Watcher) GetReplicas(serverType string, task int, idc, cluster string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	w.each(serverType, idc, cluster, func(zp datadef.ZKPath, reps map[string]datadef.ReplicaMeta) {
+		if zp.Index == strconv.Itoa(task) {
+			out = append(out, w.available(reps, nil)...)
+		}
+	})
+	return out
+}
+
+// GetReplica lists the AVAILABLE addresses of one replica of one task (in several data
+// centres there may be several).
+func (w *Watcher) GetReplica(serverType string, task, replica int, idc, cluster string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	w.each(serverType, idc, cluster, func(zp datadef.ZKPath, reps map[string]datadef.ReplicaMeta) {
+		if zp.Index == strconv.Itoa(task) {
+			out = append(out, w.available(reps, func(id int64) bool { return id == int64(replica) })...)
+		}
+	})
+	return out
+}
+
+// TargetExtraInfo describes one address of GetReplicasWithExtraInfo.
+type TargetExtraInfo struct {
+	IDC, Cluster string
+	ReplicaID    int64
+}
+
+// GetReplicasWithExtraInfo maps each AVAILABLE address of one task to its data centre and
+// replica id (the parameter-sync client's targets).
+func (w *Watcher) GetReplicasWithExtraInfo(serverType string, task int, idc, cluster string) map[string]TargetExtraInfo {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]TargetExtraInfo{}
+	w.each(serverType, idc, cluster, func(zp datadef.ZKPath, reps map[string]datadef.ReplicaMeta) {
+		if zp.Index != strconv.Itoa(task) {
+			return
+		}
+		for id := range reps {
+			n, _ := strconv.ParseInt(id, 10, 64)
+			for _, a := range w.available(reps, func(x int64) bool { return x == n }) {
+				out[a] = TargetExtraInfo{IDC: zp.IDC, Cluster: zp.Cluster, ReplicaID: n}
+			}
+		}
+	})
+	return out
+}
+
+// served reports whether task has an AVAILABLE replica in this data centre.
+func (w *Watcher) served(serverType string, task int, idc, cluster string) bool {
+	return len(w.GetReplicas(serverType, task, idc, cluster)) > 0
+}
+
+// ownNode is one of the agent's replica nodes.
+type ownNode struct {
+	name string // TF Serving model name: ps_3, entry, dense_0
+	path string
+	meta datadef.ReplicaMeta
+}
+
+// Manager is the ReplicaManager: it registers the agent's replicas, updates their state
+// from TF Serving, and watches every replica.
+type Manager struct {
+	client  *zk.Client
+	cfg     config.AgentConfig
+	status  StatusSource
+	opts    Options
+	log     *slog.Logger
+	watcher *Watcher
+	own     []*ownNode
+
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// NewManager prepares the agent's replica nodes (ps_{i} for its shard, entry, dense_0 per
+// deploy type) without touching ZooKeeper.
+func NewManager(client *zk.Client, cfg config.AgentConfig, status StatusSource, opts Options) (*Manager, error) {
+	if status == nil {
+		return nil, errors.New("serving/replica: a status source is required")
+	}
+	if opts.UpdateInterval <= 0 {
+		opts.UpdateInterval = time.Second
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Minute
+	}
+	if opts.Env == nil {
+		opts.Env = config.OSEnv()
+	}
+	m := &Manager{client: client, cfg: cfg, status: status, opts: opts, log: orDiscard(opts.Logger)}
+	m.watcher = NewWatcher(client, cfg, opts.Logger)
+	replica := -1
+	if cfg.ReplicaID != nil {
+		replica = *cfg.ReplicaID
+	}
+	host, hostV6 := hostAddresses(opts.Env)
+	meta := func(grpc, archon int) datadef.ReplicaMeta {
+		rm := datadef.NewReplicaMeta()
+		rm.Address = datadef.Some(net.JoinHostPort(host, strconv.Itoa(grpc)))
+		rm.AddressIPv6 = datadef.Some("[" + hostV6 + "]:" + strconv.Itoa(grpc))
+		rm.ArchonAddress = datadef.Some(net.JoinHostPort(host, strconv.Itoa(archon)))
+		rm.ArchonAddressIPv6 = datadef.Some("[" + hostV6 + "]:" + strconv.Itoa(archon))
+		return rm
+	}
+	prefix := cfg.PathPrefix()
+	dt := cfg.DeployType
+	if dt == config.DeployMixed || dt == config.DeployEntry {
+		if replica < 0 {
+			return nil, errors.New("serving/replica: not implemented: entry registration without a replica id (sequential node); set REPLICA_ID or MY_POD_NAME")
+		}
+		m.own = append(m.own, &ownNode{name: "entry", path: fmt.Sprintf("%s/entry:0/%011d", prefix, replica),
+			meta: meta(cfg.TFSEntryPort, cfg.TFSEntryArchonPort)})
+	}
+	if dt == config.DeployMixed || dt == config.DeployPS {
+		numShard := 1
+		if cfg.NumShard != nil && *cfg.NumShard > 0 {
+			numShard = *cfg.NumShard
+		}
+		shard := cfg.Host.ShardID
+		for i := 0; i < cfg.NumPS; i++ {
+			if i%numShard == shard {
+				m.own = append(m.own, &ownNode{name: "ps_" + strconv.Itoa(i),
+					path: fmt.Sprintf("%s/ps:%d/%d", prefix, i, replica), meta: meta(cfg.TFSPSPort, cfg.TFSPSArchonPort)})
+			}
+		}
+	}
+	if cfg.DenseAlone && (dt == config.DeployMixed || dt == config.DeployDense) {
+		m.own = append(m.own, &ownNode{name: "dense_0", path: fmt.Sprintf("%s/dense:0/%d", prefix, replica),
+			meta: meta(cfg.TFSDensePort, cfg.TFSDenseArchonPort)})
+	}
+	return m, nil
+}
+
+// hostAddresses is the updater's host rule: MY_HOST_IP or the hostname's address (0.0.0.0
+// when it does not resolve), and MY_HOST_IPV6 or the hostname's first IPv6 address or "::".
+func hostAddresses(env config.Env) (v4, v6 string) {
+	name, _ := os.Hostname()
+	if v, ok := env(config.EnvHostIP); ok && v != "" {
+		v4 = v
+	} else if ips, err := net.LookupIP(name); err == nil {
+		for _, ip := range ips {
+			if ip.To4() != nil {
+				v4 = ip.String()
+				break
+			}
+		}
+	}
+	if v4 == "" {
+		v4 = "0.0.0.0"
+	}
+	if v, ok := env(config.EnvHostIPv6); ok && v != "" {
+		v6 = v
+	} else if ips, err := net.LookupIP(name); err == nil {
+		for _, ip := range ips {
+			if ip.To4() == nil && ip.To16() != nil {
+				v6 = ip.String()
+				break
+			}
+		}
+	}
+	if v6 == "" {
+		v6 = "::"
+	}
+	return v4, v6
+}
+
+// Watcher is the manager's view of every replica.
+func (m *Manager) Watcher() *Watcher { return m.watcher }
+
+// OwnPaths lists the agent's replica nodes.
+func (m *Manager) OwnPaths() []string {
+	out := make([]string, len(m.own))
+	for i, o := range m.own {
+		out[i] = o.path
+	}
+	return out
+}
+
+// GetReplicas and GetAllReplicas answer AgentService v1 from the Watcher.
+func (m *Manager) GetReplicas(st string, task int, idc, cluster string) []string {
+	return m.watcher.GetReplicas(st, task, idc, cluster)
+}
+
+// GetAllReplicas answers AgentService v1's HeartBeat from the Watcher.
+func (m *Manager) GetAllReplicas(st, idc, cluster string) map[string][]string {
+	return m.watcher.GetAllReplicas(st, idc, cluster)
+}
+
+// IsPSSetStarted reports whether every PS task has an AVAILABLE replica in this data centre.
+func (m *Manager) IsPSSetStarted() bool {
+	for i := 0; i < m.cfg.NumPS; i++ {
+		if !m.watcher.served(config.ServerPS, i, m.cfg.Host.IDC, m.cfg.Host.Cluster) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsDenseSetStarted reports whether dense:0 has an AVAILABLE replica in this data centre.
+func (m *Manager) IsDenseSetStarted() bool {
+	return m.watcher.served(config.ServerDense, 0, m.cfg.Host.IDC, m.cfg.Host.Cluster)
+}
+
+// Start registers the agent's nodes (state UNKNOWN), installs the watches and starts the
+// update and reconciliation loops.
+func (m *Manager) Start(ctx context.Context) error {
+	for _, o := range m.own {
+		if err := m.client.SetEphemeral(ctx, o.path, o.meta.Serialize()); err != nil {
+			return fmt.Errorf("serving/replica: register %s: %w", o.path, err)
+		}
+	}
+	if err := m.watcher.Start(ctx); err != nil {
+		return err
+	}
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	m.loop(loopCtx, m.opts.UpdateInterval, m.updateOnce)
+	m.loop(loopCtx, m.opts.PollInterval, m.pollOnce)
+	return nil
+}
+
+func (m *Manager) loop(ctx context.Context, every time.Duration, fn func(context.Context)) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn(ctx)
+			}
+		}
+	}()
+}
+
+// updateOnce writes each own node whose TF Serving state changed; nothing while the session
+// is lost (S7).
+func (m *Manager) updateOnce(ctx context.Context) {
+	if m.client.Lost() {
+		return
+	}
+	for _, o := range m.own {
+		st, err := m.status.ModelStatus(ctx, o.name)
+		if err != nil {
+			return // only the end of ctx
+		}
+		state := datadef.ModelState(st.GetState())
+		if code := st.GetStatus().GetErrorCode(); code != 0 && state != datadef.ModelStateUnknown {
+			m.log.Warn("model status error; round aborted", "model", o.name, "code", code, "message", st.GetStatus().GetErrorMessage())
+			return
+		}
+		if state == o.meta.Stat {
+			continue
+		}
+		o.meta.Stat = state
+		if err := m.client.SetEphemeral(ctx, o.path, o.meta.Serialize()); err != nil {
+			m.log.Warn("replica state not written", "path", o.path, "err", err)
+			continue
+		}
+		m.log.Info("replica state", "path", o.path, "state", state)
+	}
+}
+
+// pollOnce rebuilds the Watcher's cache and re-creates an own node that someone deleted
+// (matched by exact path, S6).
+func (m *Manager) pollOnce(ctx context.Context) {
+	if m.client.Lost() {
+		return
+	}
+	if err := m.watcher.Poll(ctx); err != nil {
+		m.log.Warn("replica reconciliation", "err", err)
+		return
+	}
+	for _, o := range m.own {
+		ok, err := m.client.Exists(ctx, o.path)
+		if err == nil && !ok {
+			m.log.Warn("own replica node missing; re-created", "path", o.path)
+			if err := m.client.SetEphemeral(ctx, o.path, o.meta.Serialize()); err != nil {
+				m.log.Warn("re-create replica node", "path", o.path, "err", err)
+			}
+		}
+	}
+}
+
+// Stop ends the loops and the watches and deletes the agent's nodes. It is idempotent.
+func (m *Manager) Stop() {
+	m.stopOnce.Do(func() {
+		if m.cancel != nil {
+			m.cancel()
+		}
+		m.wg.Wait()
+		m.watcher.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, o := range m.own {
+			_ = m.client.DeleteEphemeral(ctx, o.path)
+		}
+	})
+}
+
+// SyncTargets is the SyncBackendWrapper: for "ps_i" the sub-graph name and the addresses
+// of task i's AVAILABLE PS replicas in this data centre, with their extra information.
+func (m *Manager) SyncTargets(subGraph string) (string, map[string]TargetExtraInfo, error) {
+	kind, idx, ok := strings.Cut(subGraph, "_")
+	i, err := strconv.Atoi(idx)
+	if !ok || kind != config.ServerPS || err != nil || i < 0 {
+		return "", nil, fmt.Errorf("serving/replica: sync target %q is not ps_N", subGraph)
+	}
+	return subGraph, m.watcher.GetReplicasWithExtraInfo(config.ServerPS, i, m.cfg.Host.IDC, m.cfg.Host.Cluster), nil
+}
+
+// TFSMonitor routes a model's status request to the TF Serving process serving it, by
+// name prefix: entry, ps or dense (§1.13).
+type TFSMonitor struct {
+	byKind map[string]*tfs.Monitor
+}
+
+// NewTFSMonitor dials the deployment's TF Serving processes at host (dense only with
+// dense_alone).
+func NewTFSMonitor(cfg config.AgentConfig, host string) (*TFSMonitor, error) {
+	m := &TFSMonitor{byKind: map[string]*tfs.Monitor{}}
+	add := func(kind string, port int) error {
+		mon, err := tfs.DialMonitor(net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			m.Close()
+			return fmt.Errorf("serving/replica: %w", err)
+		}
+		m.byKind[kind] = mon
+		return nil
+	}
+	dt := cfg.DeployType
+	if dt == config.DeployMixed || dt == config.DeployEntry {
+		if err := add(config.ServerEntry, cfg.TFSEntryPort); err != nil {
+			return nil, err
+		}
+	}
+	if dt == config.DeployMixed || dt == config.DeployPS {
+		if err := add(config.ServerPS, cfg.TFSPSPort); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.DenseAlone && (dt == config.DeployMixed || dt == config.DeployDense) {
+		if err := add(config.ServerDense, cfg.TFSDensePort); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// ModelStatus asks the process whose kind prefixes name; a name no process serves is
+// UNKNOWN with NOT_FOUND.
+func (m *TFSMonitor) ModelStatus(ctx context.Context, name string) (*tfspb.ModelVersionStatus, error) {
+	for kind, mon := range m.byKind {
+		if strings.HasPrefix(name, kind) {
+			return mon.ModelStatus(ctx, name)
+		}
+	}
+	return &tfspb.ModelVersionStatus{Version: tfs.NoVersion, State: tfspb.ModelVersionStatus_UNKNOWN,
+		Status: &tfspb.StatusProto{ErrorCode: 5, ErrorMessage: name + " is not served here"}}, nil
+}
+
+// Close closes the connections.
+func (m *TFSMonitor) Close() {
+	for _, mon := range m.byKind {
+		_ = mon.Close()
+	}
+}
+
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
