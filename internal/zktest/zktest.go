@@ -52,10 +52,12 @@ const (
 
 // Server is a running standalone ZooKeeper. It is stopped by the test's cleanup.
 type Server struct {
-	addr   string
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
+	addr    string
+	dir     string
+	java    string
+	cfgPath string
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
 }
 
 // Start starts a server and waits until it serves requests. It fails t (never skips) when
@@ -109,9 +111,19 @@ admin.enableServer=false
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	log, err := os.Create(filepath.Join(dir, "zookeeper.log"))
-	if err != nil {
+	s := &Server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, java: java, cfgPath: cfgPath}
+	if err := s.run(os.O_TRUNC); err != nil {
 		return nil, err
+	}
+	return s, nil
+}
+
+// run starts the server process on s's configuration and waits until it serves requests;
+// logFlag is os.O_TRUNC for a new server, os.O_APPEND for a restart.
+func (s *Server) run(logFlag int) error {
+	log, err := os.OpenFile(filepath.Join(s.dir, "zookeeper.log"), os.O_CREATE|os.O_WRONLY|logFlag, 0o644)
+	if err != nil {
+		return err
 	}
 	defer log.Close() // the child has its own descriptor
 
@@ -119,39 +131,53 @@ admin.enableServer=false
 	if _, err := os.Stat(JarDir + "/slf4j-simple.jar"); err == nil {
 		cp += ":" + JarDir + "/slf4j-simple.jar" // server logs go to zookeeper.log
 	}
-	cmd := exec.Command(java,
+	cmd := exec.Command(s.java,
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Djava.net.preferIPv4Stack=true",
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dzookeeper.4lw.commands.whitelist=*",
-		"-cp", cp, mainClass, cfgPath)
-	cmd.Dir = dir
+		"-cp", cp, mainClass, s.cfgPath)
+	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = log, log
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", java, err)
+		return fmt.Errorf("start %s: %w", s.java, err)
 	}
-	s := &Server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, cmd: cmd, exited: make(chan struct{})}
+	exited := make(chan struct{})
+	s.cmd, s.exited = cmd, exited
 	go func() {
 		_ = cmd.Wait()
-		close(s.exited)
+		close(exited)
 	}()
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if out, err := s.fourLetter("srvr", time.Second); err == nil && strings.Contains(out, "Mode: standalone") {
-			return s, nil
+			return nil
 		}
 		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("server on port %d exited at start-up:\n%s", port, s.logTail(40))
+		case <-exited:
+			return fmt.Errorf("server %s exited at start-up:\n%s", s.addr, s.logTail(40))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			tail := s.logTail(40)
 			s.stop()
-			return nil, fmt.Errorf("server on port %d not serving after 60s:\n%s", port, tail)
+			return fmt.Errorf("server %s not serving after 60s:\n%s", s.addr, tail)
 		}
+	}
+}
+
+// Restart kills the server (as a crash would) and starts it again on the same port and
+// data directory after down: persistent nodes survive, and sessions survive when down is
+// shorter than their timeout and their clients reconnect in time. It fails t when the
+// server does not come back within a minute.
+func (s *Server) Restart(t testing.TB, down time.Duration) {
+	t.Helper()
+	s.stop()
+	time.Sleep(down)
+	if err := s.run(os.O_APPEND); err != nil {
+		t.Fatalf("zktest: restart: %v", err)
 	}
 }
 

@@ -114,3 +114,28 @@ func TestHasSessionParsesDump(t *testing.T) {
 		t.Error("an unknown session is reported")
 	}
 }
+
+// TestRestart: a restarted server keeps its port and its persistent nodes.
+func TestRestart(t *testing.T) {
+	s := Start(t)
+	c := s.Connect(t)
+	if _, err := c.Create("/p", []byte("kept"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	s.Restart(t, 200*time.Millisecond)
+	fresh := s.Connect(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		data, _, err := fresh.Get("/p")
+		if err == nil {
+			if string(data) != "kept" {
+				t.Fatalf("persistent node after restart holds %q", data)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("persistent node after restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
