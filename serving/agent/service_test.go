@@ -20,6 +20,7 @@ import (
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/replica"
 	"github.com/monolith-go/monolith/serving/zk"
+	"github.com/monolith-go/monolith/serving/zkmirror"
 )
 
 // tableReplicas is a v1 ReplicaSource over fixed data keyed "idc:cluster/st:task".
@@ -261,5 +262,39 @@ func TestServiceV1Watcher(t *testing.T) {
 	gr, err := cl.GetReplicas(callCtx(t), &pb.GetReplicasRequest{ServerType: pb.ServerType_PS, Task: 1})
 	if err != nil || !slices.Equal(gr.GetAddressList().GetAddress(), []string{"10.0.1.1:8500", "10.0.1.2:8500"}) {
 		t.Errorf("GetReplicas(PS, 1) = %v, %v", gr, err)
+	}
+}
+
+// TestServiceV2Mirror answers a v2 agent from serving/zkmirror's Mirror on a real
+// ZooKeeper: HeartBeat keys "model:ps:task" and GetReplicas by model and task.
+func TestServiceV2Mirror(t *testing.T) {
+	srv := zktest.Start(t)
+	ctx := context.Background()
+	c, err := zk.Connect(ctx, zk.Options{Servers: srv.Servers(), SessionTimeout: zktest.SessionTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	m := zkmirror.New(c, "gip", zkmirror.Options{})
+	if err := m.Start(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	for i, p := range []string{"/gip/service/m/ps:0/1", "/gip/service/m/ps:0/2", "/gip/service/m/ps:1/1"} {
+		rm := datadef.NewReplicaMeta()
+		rm.Address, rm.Stat = datadef.Some(fmt.Sprintf("h:%d", i)), datadef.ModelStateAvailable
+		if err := c.CreateOrSet(ctx, p, rm.Serialize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := serve(t, ServiceOptions{Version: 2, Mirror: m})
+	want := map[string][]string{"m:ps:0": {"h:0", "h:1"}, "m:ps:1": {"h:2"}}
+	eventually(t, func() bool {
+		hb, err := cl.HeartBeat(callCtx(t), &pb.HeartBeatRequest{ServerType: pb.ServerType_PS})
+		return err == nil && maps.EqualFunc(flatten(hb), want, slices.Equal)
+	}, func() string { return "HeartBeat never showed the mirrored replicas" })
+	gr, err := cl.GetReplicas(callCtx(t), &pb.GetReplicasRequest{ServerType: pb.ServerType_PS, Task: 0, ModelName: "m"})
+	if err != nil || !slices.Equal(gr.GetAddressList().GetAddress(), []string{"h:0", "h:1"}) {
+		t.Errorf("GetReplicas = %v, %v", gr, err)
 	}
 }
