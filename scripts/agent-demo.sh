@@ -23,7 +23,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_port: a random port in 20000–59999 that nothing on 127.0.0.1 accepts connections on.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+}
 say() { printf '\n$ %s\n' "$*"; }
 
 # 1. ZooKeeper, standalone on loopback.
