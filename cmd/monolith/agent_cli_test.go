@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -232,5 +233,52 @@ func TestPyRepr(t *testing.T) {
 		if got := pyRepr([]byte(in), true); got != want {
 			t.Errorf("pyRepr(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestAgentMPS: a dense v1 conf with dense_service_num 2 runs two agents (this test binary
+// as monolith), child i with REPLICA_ID = 3 × 2 + i, each with its own TF Serving double;
+// both register dense:0 replicas, and cancelling the parent (SIGTERM) stops both, whose
+// replica nodes then disappear.
+func TestAgentMPS(t *testing.T) {
+	srv := zktest.Start(t)
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "dense_0", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "dense.conf")
+	text := fmt.Sprintf("bzid gip\nbase_name m\nbase_path %s\ndeploy_type dense\ndense_alone true\ndense_service_num 2\nagent_version 1\nzk_servers %s\n", base, srv.Addr())
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envTestMain, "1")
+	t.Setenv("REPLICA_ID", "3")
+	t.Setenv("MONOLITH_TFS_BINARY", os.Args[0]+" fake-tfserving")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr strings.Builder
+	go func() { done <- run(ctx, []string{"agent", "--conf", conf}, io.Discard, &stderr) }()
+	defer func() { cancel(); <-done }()
+
+	z := zkClient(t, srv.Servers())
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.Equal(children(t, z, "/gip/service/m/dense:0"), []string{"6", "7"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dense:0 replicas %q, want [6 7]", children(t, z, "/gip/service/m/dense:0"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		done <- err
+		if err != nil {
+			t.Errorf("MPS parent after cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("MPS parent did not stop")
+	}
+	if kids := children(t, z, "/gip/service/m/dense:0"); len(kids) != 0 {
+		t.Errorf("dense:0 replicas after stop: %q", kids)
 	}
 }
