@@ -455,3 +455,16 @@ func (p *Proxy) close() {
 	p.ln.Close()
 	p.wg.Wait()
 }
+
+// Eventually polls cond every 20 ms until it holds, failing t with msg() when within
+// passes first: the bounded wait of the ZooKeeper tests.
+func Eventually(t testing.TB, within time.Duration, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

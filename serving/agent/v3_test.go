@@ -110,16 +110,10 @@ const (
 	waitFor   = 20 * time.Second
 )
 
-// eventually polls cond every 20 ms until it holds or waitFor passes.
+// eventually waits (bounded) until cond holds.
 func eventually(t *testing.T, cond func() bool, msg func() string) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	zktest.Eventually(t, waitFor, cond, msg)
 }
 
 // fakeExport makes {dir}/{sub}/1 for each sub-graph (the fake serves version folders).

@@ -26,15 +26,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const waitFor = 20 * time.Second
 
+// eventually waits (bounded) until cond holds.
 func eventually(t *testing.T, cond func() bool, msg func() string) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	zktest.Eventually(t, waitFor, cond, msg)
 }
 
 // fakeTFS serves the given models (each with version 1 under a temporary base path).

@@ -27,15 +27,10 @@ const (
 	localIP  = "10.0.0.7"
 )
 
+// eventually waits (bounded) until cond holds.
 func eventually(t *testing.T, cond func() bool, msg func() string) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	zktest.Eventually(t, waitFor, cond, msg)
 }
 
 func connect(t *testing.T, servers []string) *zk.Client {
