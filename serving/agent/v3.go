@@ -16,6 +16,7 @@ import (
 	"time"
 
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
+	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
@@ -83,7 +84,8 @@ type V3 struct {
 	service *Service
 
 	mu       sync.Mutex
-	accepted []datadef.SavedModel // the sub-graphs of the last config written
+	accepted []datadef.SavedModel     // the sub-graphs of the last config written
+	lastCfg  *tfspb.ModelServerConfig // that config, re-sent while TF Serving lacks a model
 	kick     chan struct{}
 
 	latestOnceLogged atomic.Bool
@@ -421,14 +423,19 @@ func (a *V3) onLayout(entries []zk.LayoutEntry) bool {
 		a.log.Error("layout callback", "err", err)
 		return true
 	}
+	cfg, err := tfs.ParseModelServerConfig([]byte(text))
+	if err != nil {
+		a.log.Error("layout callback: generated model config does not parse", "err", err)
+		cfg = nil
+	}
 	a.mu.Lock()
-	a.accepted = accepted
+	a.accepted, a.lastCfg = accepted, cfg
 	a.mu.Unlock()
 	a.log.Info("layout changed", "layout", a.layout, "loading", savedModelNames(accepted))
-	if cfg, err := tfs.ParseModelServerConfig([]byte(text)); err == nil {
+	if cfg != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := a.monitor.ReloadConfig(ctx, cfg); err != nil {
-			a.log.Info("reload request failed; TF Serving reads the file at its next poll", "err", err)
+			a.log.Info("reload request failed; the sync loop retries, TF Serving also reads the file at its next poll", "err", err)
 		}
 		cancel()
 	}
@@ -443,7 +450,7 @@ func (a *V3) onLayout(entries []zk.LayoutEntry) bool {
 // accepted sub-graph is not AVAILABLE yet.
 func (a *V3) syncAvailable(ctx context.Context) (more bool, err error) {
 	a.mu.Lock()
-	accepted := slices.Clone(a.accepted)
+	accepted, cfg := slices.Clone(a.accepted), a.lastCfg
 	a.mu.Unlock()
 	names := savedModelNames(accepted)
 	st, err := a.monitor.ModelsStatus(ctx, names)
@@ -451,9 +458,21 @@ func (a *V3) syncAvailable(ctx context.Context) (more bool, err error) {
 		return true, err
 	}
 	var avail []datadef.SavedModel
+	unknown := false
 	for _, sm := range accepted {
-		if s := st[sm.String()]; s != nil && s.GetState() == tfspb.ModelVersionStatus_AVAILABLE {
+		s := st[sm.String()]
+		if s != nil && s.GetState() == tfspb.ModelVersionStatus_AVAILABLE {
 			avail = append(avail, sm)
+		}
+		if s != nil && s.GetStatus().GetErrorCode() == tfcorepb.Code_NOT_FOUND {
+			unknown = true
+		}
+	}
+	// TF Serving does not know an accepted model: the reload request was lost (TF Serving
+	// was starting) or TF Serving restarted; send the config again.
+	if unknown && cfg != nil {
+		if err := a.monitor.ReloadConfig(ctx, cfg); err != nil {
+			a.log.Info("reload request failed", "err", err)
 		}
 	}
 	return len(avail) < len(accepted), a.backend.SyncAvailableSavedModels(ctx, a.container, avail)

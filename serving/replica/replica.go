@@ -417,6 +417,9 @@ type Manager struct {
 	log     *slog.Logger
 	watcher *Watcher
 	own     []*ownNode
+	// ownMu serialises the writes of own nodes (updates and re-creations) and guards
+	// their metas.
+	ownMu sync.Mutex
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -593,6 +596,8 @@ func (m *Manager) updateOnce(ctx context.Context) {
 	if m.client.Lost() {
 		return
 	}
+	m.ownMu.Lock()
+	defer m.ownMu.Unlock()
 	for _, o := range m.own {
 		st, err := m.status.ModelStatus(ctx, o.name)
 		if err != nil {
@@ -625,6 +630,8 @@ func (m *Manager) pollOnce(ctx context.Context) {
 		m.log.Warn("replica reconciliation", "err", err)
 		return
 	}
+	m.ownMu.Lock()
+	defer m.ownMu.Unlock()
 	for _, o := range m.own {
 		ok, err := m.client.Exists(ctx, o.path)
 		if err == nil && !ok {
