@@ -43,13 +43,3 @@ func TestBench(t *testing.T) {
 		}
 	}
 }
-
-// TestNotYetCommands: the commands of later issues exist and say they are not implemented.
-func TestNotYetCommands(t *testing.T) {
-	for _, name := range []string{"ctl"} {
-		_, _, err := runCLI(t, name)
-		if err == nil || !strings.HasPrefix(err.Error(), "not implemented: ") {
-			t.Errorf("%s: %v, want a not implemented error", name, err)
-		}
-	}
-}

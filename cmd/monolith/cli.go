@@ -40,18 +40,11 @@ func commands() map[string]command {
 		"agent-client":     {"query a serving agent (hb, gr) and its ZooKeeper state (addr, get, load, unload, clean)", runAgentClient},
 		"agent-controller": {"declare, publish and unpublish exported saved models in ZooKeeper layouts; print bzid_info", runAgentController},
 		"fake-export":      {"write a fake exported model tree (entry, ps_i with saved_model.pb) for agent demos and tests", runFakeExport},
-		"ctl":              notYet("the training controller client (issue 9)"),
+		"ctl":              {"pause, resume, checkpoint or query a running training job through its controller (--model-dir)", runCtl},
 
 		"ps":        {"run one parameter-server shard (gRPC) until SIGTERM, checkpointing on shutdown", runPS},
 		"ps-client": {"call a parameter server: lookup, apply, stats, barrier, health, save (JSON output)", runPSClient},
 	}
-}
-
-// notYet is a command that is listed but not built: it fails with "not implemented".
-func notYet(what string) command {
-	return command{summary: "not implemented yet: " + what, run: func(context.Context, []string, io.Writer, io.Writer) error {
-		return fmt.Errorf("not implemented: %s", what)
-	}}
 }
 
 // errUsage marks command-line mistakes (exit code 2).
