@@ -75,6 +75,20 @@ func TestAgentController(t *testing.T) {
 	if _, err := ctl("--cmd", "decl", "--export_base", export, "--overwrite", "1"); err != nil {
 		t.Errorf("decl --overwrite 1: %v", err)
 	}
+	// S5: --model_name wins over the export's name.
+	if _, err := ctl("--cmd", "decl", "--export_base", export, "--model_name", "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if got := children(t, z, "/gip/saved_models/renamed"); !slices.Equal(got, want) {
+		t.Errorf("decl --model_name renamed declared %q, want %q", got, want)
+	}
+	noRemote := t.TempDir()
+	if err := savedmodel.WriteFakeExport(noRemote, "x", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl("--cmd", "decl", "--export_base", noRemote); err == nil || !strings.Contains(err.Error(), "--model_name") {
+		t.Errorf("decl of an export without remote-predict nodes: %v, want a request for --model_name", err)
+	}
 
 	layout := "/gip/layouts/test_layout"
 	for _, step := range []struct {

@@ -29,7 +29,7 @@ func runAgentController(ctx context.Context, args []string, stdout, stderr io.Wr
 	bzid := fs.String("bzid", "test", "namespace")
 	exportBase := fs.String("export_base", "", "exported model base path (decl)")
 	overwrite := fs.Int("overwrite", 0, "overwrite existing saved_model configs (decl)")
-	modelName := fs.String("model_name", "", "decl: the model name (checked against the export's); pub/unpub: MODEL:GLOB of sub-graphs")
+	modelName := fs.String("model_name", "", "decl: the model name (wins over the export's, S5); pub/unpub: MODEL:GLOB of sub-graphs")
 	layout := fs.String("layout", "", "layout name under /{bzid}/layouts (pub, unpub)")
 	arch := fs.String("arch", "entry_ps", "serving architecture (only entry_ps)")
 	cmd := fs.String("cmd", "bzid_info", "decl|pub|unpub|bzid_info")
@@ -97,19 +97,25 @@ func splitServers(s string) []string {
 }
 
 // declareSavedModel declares every entry of exportBase as {model}:{entry} with policy
-// latest for entry and latest_once for the others. The model name is the export's (S5: a
-// different --model_name is only logged); without overwrite an already declared model is
-// an error.
+// latest for entry and latest_once for the others. The model name is --model_name when
+// given, else the export's (S5; a mismatch is logged, and an export without a remote-predict
+// node needs --model_name); without overwrite an already declared model is an error.
 func declareSavedModel(ctx context.Context, b *zk.Backend, exportBase, userName string, overwrite bool, log *slog.Logger) (string, error) {
-	name, ok, err := savedmodel.FindModelName(exportBase)
-	if err != nil {
+	exported, ok, err := savedmodel.FindModelName(exportBase)
+	if err != nil && userName == "" {
 		return "", fmt.Errorf("decl: %w", err)
 	}
-	if !ok {
-		return "", fmt.Errorf("decl: no %s node in the entry graph of %s: model name unknown", savedmodel.RemotePredictOp, exportBase)
+	if err != nil {
+		log.Warn("decl: the export's model name is unknown; --model_name is used", "err", err)
 	}
-	if userName != "" && userName != name {
-		log.Error("decl: --model_name differs from the export's; the export's is used", "model_name", userName, "exported_model_name", name)
+	name := userName
+	switch {
+	case name == "" && !ok:
+		return "", fmt.Errorf("decl: no %s node in the entry graph of %s: give --model_name", savedmodel.RemotePredictOp, exportBase)
+	case name == "":
+		name = exported
+	case ok && exported != name:
+		log.Error("decl: --model_name differs from the export's; --model_name is used (S5)", "model_name", name, "exported_model_name", exported)
 	}
 	existing, err := b.ListSavedModels(ctx, name)
 	if err != nil {
