@@ -262,10 +262,11 @@ func formatValue(v reflect.Value) string {
 	return v.String()
 }
 
-// TFSBinary returns the v3 TF Serving binary path from MONOLITH_TFS_BINARY (S11: unset is an
-// error naming the variable).
+// TFSBinary returns the v3 TF Serving binary path from MONOLITH_TFS_BINARY (S11: unset or
+// blank is an error naming the variable). The value is returned as set; it may carry
+// leading arguments after the binary (see tfs.NewWrapperFromEnv).
 func TFSBinary(env Env) (string, error) {
-	if v, ok := env(EnvTFSBinary); ok && v != "" {
+	if v, ok := env(EnvTFSBinary); ok && strings.TrimSpace(v) != "" {
 		return v, nil
 	}
 	return "", fmt.Errorf("serving/config: %s is not set: it must name the TF Serving binary", EnvTFSBinary)

@@ -128,6 +128,11 @@ func TestTFSBinary(t *testing.T) {
 	if b, err := TFSBinary(MapEnv(map[string]string{"MONOLITH_TFS_BINARY": "/x/tfs"})); err != nil || b != "/x/tfs" {
 		t.Errorf("set: %q %v", b, err)
 	}
+	// Review fix: blank is unset (the agent takes strings.Fields(value)[0], which a blank
+	// value would make panic), as tfs.NewWrapperFromEnv already has it.
+	if b, err := TFSBinary(MapEnv(map[string]string{"MONOLITH_TFS_BINARY": " \t "})); err == nil || !strings.Contains(err.Error(), "MONOLITH_TFS_BINARY") {
+		t.Errorf("blank: %q %v", b, err)
+	}
 }
 
 func TestIsGRPCRemoteOp(t *testing.T) {

@@ -3,7 +3,9 @@ package tfs
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -73,8 +75,9 @@ func ValidateModelServerConfig(c *pb.ModelServerConfig) error {
 }
 
 // ScanVersions returns the versions found under a model's base path: the names of its
-// sub-directories that are non-negative decimal integers, ascending. A missing base path
-// has no versions (TF Serving waits for them); other read errors are returned.
+// sub-directories (or symbolic links to directories) that are non-negative decimal
+// integers, ascending and without repeats ("7" and "007" are one version). A missing base
+// path has no versions (TF Serving waits for them); other read errors are returned.
 func ScanVersions(basePath string) ([]int64, error) {
 	entries, err := os.ReadDir(basePath)
 	if errors.Is(err, os.ErrNotExist) {
@@ -85,17 +88,21 @@ func ScanVersions(basePath string) ([]int64, error) {
 	}
 	var vs []int64
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
 		v, err := strconv.ParseInt(e.Name(), 10, 64)
 		if err != nil || v < 0 {
 			continue
 		}
-		vs = append(vs, v)
+		dir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 { // TF Serving follows links, as every reader does
+			fi, err := os.Stat(filepath.Join(basePath, e.Name()))
+			dir = err == nil && fi.IsDir()
+		}
+		if dir {
+			vs = append(vs, v)
+		}
 	}
 	slices.Sort(vs)
-	return vs, nil
+	return slices.Compact(vs), nil
 }
 
 // SelectVersions applies a version policy to the versions found on disk (ascending) and

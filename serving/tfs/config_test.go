@@ -3,6 +3,7 @@ package tfs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -46,6 +47,22 @@ func TestTFSScanVersions(t *testing.T) {
 	}
 	if got, err := ScanVersions(filepath.Join(base, "missing")); err != nil || got != nil {
 		t.Fatalf("missing base path: %v %v", got, err)
+	}
+	// Review fix: a link to a version directory is a version (TF Serving follows it), a
+	// link to a file or a dangling link is not, and "010" repeats version 10.
+	other := versionDirs(t, filepath.Join(t.TempDir(), "other"), 5)
+	for name, target := range map[string]string{
+		"5":   filepath.Join(other, "5"),
+		"8":   filepath.Join(other, "7"), // a file
+		"9":   filepath.Join(other, "gone"),
+		"010": filepath.Join(base, "10"),
+	} {
+		if err := os.Symlink(target, filepath.Join(base, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := ScanVersions(base); err != nil || !slices.Equal(got, []int64{0, 2, 5, 10}) {
+		t.Fatalf("scan with links %v %v, want [0 2 5 10]", got, err)
 	}
 }
 

@@ -36,8 +36,9 @@
 //     non-empty, platforms "" or "tensorflow". Errors of a reload are answered in the
 //     response status with gRPC OK, as TF Serving does; a bad file on a re-read is logged
 //     and the previous config kept.
-//   - Versions are the numeric sub-directories of a model's base_path, scanned at each
-//     config and every FileSystemPollWait when that is positive. The version policy picks
+//   - Versions are the numeric sub-directories of a model's base_path (symbolic links
+//     followed, "7" and "007" one version), scanned at each config and every
+//     FileSystemPollWait when that is positive. The version policy picks
 //     among them: latest N (N < 1 means 1; the default policy is latest 1), all, or the
 //     specific versions that exist. latest_once cannot be expressed here (S4).
 //   - Each version walks START → LOADING → AVAILABLE, one state per Step; a version no

@@ -241,6 +241,15 @@ func TestFakeServesConfigFile(t *testing.T) {
 		waitStates(t, mon, "m:entry", map[int64]pb.ModelVersionStatus_State{2: available, 3: available})
 	})
 
+	t.Run("wait with a bad interval", func(t *testing.T) {
+		// Review fix: a non-positive interval is an error, not a time.NewTicker panic.
+		for _, d := range []time.Duration{0, -time.Second} {
+			if _, err := mon.WaitState(ctx, "m:entry", available, d); !errors.Is(err, ErrInvalidOptions) {
+				t.Errorf("WaitState with interval %v: %v", d, err)
+			}
+		}
+	})
+
 	t.Run("reload refused", func(t *testing.T) {
 		bad, err := ParseModelServerConfig([]byte(`model_config_list { config { name: "a" base_path: "/x" } config { name: "a" base_path: "/y" } }`))
 		if err != nil {

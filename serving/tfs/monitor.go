@@ -164,8 +164,12 @@ func (m *Monitor) ModelsStatus(ctx context.Context, names []string) (map[string]
 }
 
 // WaitState polls ModelStatus every interval until the model's status reaches state and
-// returns that status; it fails only when ctx ends, with the last status seen.
+// returns that status; it fails when ctx ends, with the last status seen, and at once when
+// interval is not positive.
 func (m *Monitor) WaitState(ctx context.Context, name string, state pb.ModelVersionStatus_State, interval time.Duration) (*pb.ModelVersionStatus, error) {
+	if interval <= 0 {
+		return nil, fmt.Errorf("%w: wait for model %q: poll interval %v is not positive", ErrInvalidOptions, name, interval)
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last *pb.ModelVersionStatus

@@ -49,8 +49,9 @@ type WrapperOptions struct {
 // Wrapper runs one TF Serving process (TFSWrapper of §1.12). Start it once; its methods
 // are safe for concurrent use.
 type Wrapper struct {
-	opts WrapperOptions
-	log  *slog.Logger
+	opts    WrapperOptions
+	log     *slog.Logger
+	fromEnv bool // the binary came from MONOLITH_TFS_BINARY
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -88,7 +89,12 @@ func NewWrapperFromEnv(getenv func(string) (string, bool), args []string, opts W
 	}
 	opts.Binary = fields[0]
 	opts.Args = append(fields[1:len(fields):len(fields)], args...)
-	return NewWrapper(opts)
+	w, err := NewWrapper(opts)
+	if err != nil {
+		return nil, err
+	}
+	w.fromEnv = true
+	return w, nil
 }
 
 // Command is the command line the Wrapper runs, binary first.
@@ -123,7 +129,11 @@ func (w *Wrapper) Start(ctx context.Context) error {
 		if w.logFile != nil {
 			w.logFile.Close()
 		}
-		return fmt.Errorf("serving/tfs: start TF Serving %q: %w", w.opts.Binary, err)
+		from := ""
+		if w.fromEnv {
+			from = " (from " + EnvBinary + ")" // S11: a missing binary names the variable
+		}
+		return fmt.Errorf("serving/tfs: start TF Serving %q%s: %w", w.opts.Binary, from, err)
 	}
 	w.cmd = cmd
 	w.log.Info("TF Serving started", "pid", cmd.Process.Pid, "cmd", strings.Join(w.Command(), " "), "dir", w.opts.Dir)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,6 +173,16 @@ func TestTFSWrapperStartFailure(t *testing.T) {
 	}
 	if _, err := NewWrapper(WrapperOptions{}); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("no binary: %v", err)
+	}
+	// Review fix (S11): a MONOLITH_TFS_BINARY naming a missing file fails naming the variable.
+	missing := filepath.Join(t.TempDir(), "tfs")
+	w, err = NewWrapperFromEnv(func(string) (string, bool) { return missing, true }, nil, WrapperOptions{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Start(context.Background())
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), EnvBinary) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("start of a missing MONOLITH_TFS_BINARY: %v", err)
 	}
 }
 

@@ -61,7 +61,9 @@ type Client struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // keeper and watch goroutines
 	kick   chan struct{}  // session events, coalesced
-	lost   atomic.Bool    // set at session expiry, cleared after re-registration (S7)
+	// lost is (expiries << 1) | lost bit: the bit is set at every session expiry and
+	// cleared after a re-registration only if no expiry came during it (S7).
+	lost   atomic.Uint64
 	closed sync.Once
 
 	// ephMu serialises the I/O on owned ephemeral nodes, so a re-registration can never
@@ -106,7 +108,8 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			}
 			switch ev.State {
 			case gozk.StateExpired:
-				c.lost.Store(true)
+				c.lost.Add(2) // a new expiry: a re-registration under way may not clear it
+				c.lost.Or(1)
 			case gozk.StateHasSession:
 				select {
 				case hasSession <- struct{}{}:
@@ -138,6 +141,11 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 	}
 	c.session = conn.SessionID()
+	if c.Lost() {
+		// A session expired since the first one: the keeper settles it (and clears Lost)
+		// even if the current session is already there.
+		c.session = 0
+	}
 	c.wg.Add(1)
 	go c.keep()
 	return c, nil
@@ -161,7 +169,7 @@ func (c *Client) SessionID() int64 { return c.conn.SessionID() }
 
 // Lost reports whether the session expired and the owned ephemeral nodes have not been
 // re-created yet in a new one (kazoo's LOST; cleared after re-registration, S7).
-func (c *Client) Lost() bool { return c.lost.Load() }
+func (c *Client) Lost() bool { return c.lost.Load()&1 != 0 }
 
 // Reregistered returns a channel closed when the owned ephemeral nodes have next been
 // re-created after a session change.
@@ -197,7 +205,14 @@ func (c *Client) keep() {
 			} else {
 				b.reset()
 				retry = nil
-				c.lost.Store(false)
+				// Clear Lost unless sid expired meanwhile (go-zookeeper zeroes the session
+				// id before it reports an expiry): while sid is current, every expiry
+				// counted concerned an earlier session. The CAS loses to a new expiry.
+				for v := c.lost.Load(); v&1 != 0 && c.conn.SessionID() == sid; v = c.lost.Load() {
+					if c.lost.CompareAndSwap(v, v&^1) {
+						break
+					}
+				}
 				c.mu.Lock()
 				c.session = sid
 				c.regs++
