@@ -50,7 +50,7 @@ java -Xmx256m -Dzookeeper.admin.enableServer=false -cp "$CP" \
 	org.apache.zookeeper.server.ZooKeeperServerMain "$WORK/zk/zoo.cfg" > "$WORK/zk/zookeeper.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do
-	[[ "$( (exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && echo ruok >&3 && cat <&3) 2>/dev/null)" == imok ]] && break
+	[[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && echo ruok >&3 && cat <&3" 2>/dev/null)" == imok ]] && break
 	sleep 0.2
 done
 ZK=127.0.0.1:$ZK_PORT
@@ -83,7 +83,7 @@ MONOLITH_TFS_BINARY="$BIN fake-tfserving" "$BIN" agent --conf "$WORK/agent.conf"
 AGENT=$!
 PIDS+=($AGENT)
 
-hb() { "$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type hb --server_type ps; }
+hb() { timeout 20 "$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type hb --server_type ps --timeout 10s; }
 wait_hb() { # wait until hb shows exactly $1 keys (bounded)
 	for _ in $(seq 150); do
 		n=$(hb 2>/dev/null | grep -c -- ' -> ' || true)
@@ -109,6 +109,7 @@ echo "(no keys)"
 
 # 7. SIGTERM: the agent stops its TF Serving and leaves ZooKeeper.
 kill -TERM "$AGENT"
+timeout 60 tail --pid="$AGENT" -f /dev/null || { echo "the agent did not stop within 60 s after SIGTERM" >&2; exit 1; }
 wait "$AGENT"
 echo
 echo "agent stopped (exit 0)"

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -21,6 +22,16 @@ func TestAgentDemo(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "../../scripts/agent-demo.sh", os.Args[0])
 	cmd.Env = append(os.Environ(), envTestMain+"=1")
+	// On timeout kill the whole process group (ZooKeeper, the agent, TF Serving), and do not
+	// wait for pipes a leftover process still holds.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	defer func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("agent-demo.sh: %v\n%s", err, out)
