@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -132,7 +131,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if *fcOut != "" {
-		if err := writeFileAtomic(*fcOut, fcText); err != nil {
+		if err := atomicfile.WriteFile(*fcOut, fcText); err != nil {
 			return err
 		}
 	}
@@ -319,27 +318,15 @@ func runPlanted(ctx context.Context, c synth.Config, dim int, pf *plantedFlags, 
 	if err != nil {
 		return fmt.Errorf("planted.json: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(out, "feature_configs.pbtxt"), fcText); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(out, "feature_configs.pbtxt"), fcText); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(out, "planted.json"), append(js, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(out, "planted.json"), append(js, '\n')); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "gen: planted %s: train %d files, %d rows; eval %d files, %d rows; bayes_auc %.4f, lr_only_auc %.4f, positive_rate_eval %.4f; in %s\n",
 		kind, len(trainRes.Files), trainRes.Rows, len(evalRes.Files), evalRes.Rows, info.BayesAUC, info.LROnlyAUC, info.PositiveRateEval, out)
 	return nil
-}
-
-// writeFileAtomic writes b to path through a temporary file.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		return errors.Join(fmt.Errorf("write %s: %w", path, err), f.Abort())
-	}
-	return f.Commit()
 }
 
 // formatFeatureConfigs writes fc as protobuf text in the layout of

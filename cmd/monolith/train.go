@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/pipelines/train"
 	"github.com/monolith-go/monolith/runners"
 )
@@ -94,7 +95,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(*writeTables, b); err != nil {
+		if err := atomicfile.WriteFile(*writeTables, b); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %d tables to %s\n", len(pr.Tables.GetTables()), *writeTables)

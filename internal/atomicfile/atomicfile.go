@@ -98,3 +98,16 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// WriteFile replaces path with data through a temporary file and a rename, so a reader
+// never sees a half-written file.
+func WriteFile(path string, data []byte) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return errors.Join(fmt.Errorf("write %s: %w", path, err), f.Abort())
+	}
+	return f.Commit()
+}

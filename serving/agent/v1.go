@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/serving/config"
+	"github.com/monolith-go/monolith/serving/hostutil"
 	"github.com/monolith-go/monolith/serving/tfs"
 	"github.com/monolith-go/monolith/serving/zk"
 )
@@ -133,13 +134,13 @@ func NewV1(opts V1Options) (*V1, error) {
 	if err != nil {
 		return nil, err
 	}
-	line, err := config.TFSBinary(config.Env(opts.Getenv))
+	bin, _, err := tfs.BinaryFromEnv(opts.Getenv)
 	if err != nil {
-		return nil, fmt.Errorf("serving/agent: %w", tfs.ErrNoBinary)
+		return nil, fmt.Errorf("serving/agent: %w", err)
 	}
 	a := &V1{opts: opts, cfg: cfg, log: opts.Logger}
 	for _, kind := range kinds {
-		p, err := a.newProcess(strings.Fields(line)[0], kind)
+		p, err := a.newProcess(bin, kind)
 		if err != nil {
 			a.removeFiles()
 			return nil, err
@@ -160,7 +161,7 @@ func (a *V1) newProcess(bin, kind string) (*process, error) {
 	}
 	p := &process{kind: kind, cfgFile: f.Name()}
 	_ = f.Close()
-	if err := writeFileAtomic(p.cfgFile, []byte(config.ModelServerConfigText(models))); err != nil {
+	if err := atomicfile.WriteFile(p.cfgFile, []byte(config.ModelServerConfigText(models))); err != nil {
 		_ = os.Remove(p.cfgFile)
 		return nil, err
 	}
@@ -282,11 +283,8 @@ func (a *V1) waitServed(ctx context.Context) error {
 // waitPort waits until 127.0.0.1:port accepts a TCP connection, the process exits (exited
 // closes) or ctx ends.
 func waitPort(ctx context.Context, port int, every time.Duration, exited <-chan struct{}) error {
-	var d net.Dialer
 	for {
-		c, err := d.DialContext(ctx, "tcp", net127(port))
-		if err == nil {
-			_ = c.Close()
+		if hostutil.CheckPortOpen(ctx, port) {
 			return nil
 		}
 		t := time.NewTimer(every)
@@ -305,32 +303,18 @@ func waitPort(ctx context.Context, port int, every time.Duration, exited <-chan 
 // Run is Start, then the supervision loop: it returns when ctx ends (SIGTERM in the CLI)
 // or a process exits, after stopping everything. A process exit is an error.
 func (a *V1) Run(ctx context.Context) error {
-	if err := a.Start(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting (Start has stopped what it started)
+	return supervise(ctx, "agent v1", a.log, a.Start, a.Stop, func() error {
+		exited := make(chan *process, len(a.procs))
+		for _, p := range a.procs {
+			go func() {
+				<-p.w.Done()
+				exited <- p
+			}()
 		}
-		return err
-	}
-	exited := make(chan *process, len(a.procs))
-	for _, p := range a.procs {
-		go func() {
-			<-p.w.Done()
-			exited <- p
-		}()
-	}
-	var err error
-	select {
-	case <-ctx.Done():
-		a.log.Info("agent v1 stopping", "reason", context.Cause(ctx))
-	case p := <-exited:
+		p := <-exited
 		code, _ := p.w.Poll()
-		err = fmt.Errorf("serving/agent: %s process exited with code %d; stopping every process", p.kind, code)
-		a.log.Error("agent v1 stopping", "err", err)
-	}
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	a.Stop(stopCtx)
-	return err
+		return fmt.Errorf("serving/agent: %s process exited with code %d; stopping every process", p.kind, code)
+	})
 }
 
 // Stop stops the processes (entry first), AgentService, the replica manager and the
@@ -368,14 +352,14 @@ func (a *V1) removeFiles() {
 // zkServers fills o.Servers from zk_servers when empty, and the logger.
 func zkServers(o *zk.Options, cfg config.AgentConfig, log *slog.Logger) error {
 	if len(o.Servers) == 0 {
-		for _, s := range strings.Split(cfg.ZKServers, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				o.Servers = append(o.Servers, s)
-			}
+		servers, err := discovery.ParseServers(cfg.ZKServers)
+		if err != nil {
+			return fmt.Errorf("serving/agent: zk_servers: %w", err)
 		}
-		if len(o.Servers) == 0 {
+		if len(servers) == 0 {
 			return errors.New("serving/agent: zk_servers is not set")
 		}
+		o.Servers = servers
 	}
 	if o.Logger == nil {
 		o.Logger = log

@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/atomicfile"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
@@ -173,16 +172,15 @@ func NewV3(opts V3Options) (*V3, error) {
 		a.tempCfg = true
 		_ = f.Close()
 	}
-	if err := writeFileAtomic(a.opts.ModelConfigFile, []byte(config.EmptyModelServerConfigText)); err != nil {
+	if err := atomicfile.WriteFile(a.opts.ModelConfigFile, []byte(config.EmptyModelServerConfigText)); err != nil {
 		return nil, err
 	}
 
-	line, err := config.TFSBinary(config.Env(opts.Getenv))
+	bin, _, err := tfs.BinaryFromEnv(opts.Getenv)
 	if err != nil {
 		a.removeTemp()
-		return nil, fmt.Errorf("serving/agent: %w", tfs.ErrNoBinary)
+		return nil, fmt.Errorf("serving/agent: %w", err)
 	}
-	bin := strings.Fields(line)[0]
 	if p, err := exec.LookPath(bin); err == nil {
 		bin = p
 	}
@@ -267,24 +265,35 @@ func (a *V3) Start(ctx context.Context) (err error) {
 // Run is Start, then wait_for_termination: it returns when ctx ends (SIGTERM in the CLI)
 // or TF Serving exits, after Stop. A TF Serving exit is an error.
 func (a *V3) Run(ctx context.Context) error {
-	if err := a.Start(ctx); err != nil {
+	return supervise(ctx, "agent v3", a.log, a.Start, a.Stop, func() error {
+		<-a.wrapper.Done()
+		code, _ := a.wrapper.Poll()
+		return fmt.Errorf("serving/agent: TF Serving exited with code %d", code)
+	})
+}
+
+// supervise is both agents' Run: start, then wait until ctx ends (nil) or exited returns
+// (its error: a child process ended), then stop, bounded by 30 s. A stop requested while
+// starting is not an error (start has undone itself).
+func supervise(ctx context.Context, name string, log *slog.Logger, start func(context.Context) error, stop func(context.Context), exited func() error) error {
+	if err := start(ctx); err != nil {
 		if ctx.Err() != nil {
-			return nil // stopped while starting (Start has stopped what it started)
+			return nil
 		}
 		return err
 	}
+	done := make(chan error, 1)
+	go func() { done <- exited() }()
 	var err error
 	select {
 	case <-ctx.Done():
-		a.log.Info("agent v3 stopping", "reason", context.Cause(ctx))
-	case <-a.wrapper.Done():
-		code, _ := a.wrapper.Poll()
-		err = fmt.Errorf("serving/agent: TF Serving exited with code %d", code)
-		a.log.Error("agent v3 stopping", "err", err)
+		log.Info(name+" stopping", "reason", context.Cause(ctx))
+	case err = <-done:
+		log.Error(name+" stopping", "err", err)
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	a.Stop(stopCtx)
+	stop(stopCtx)
 	return err
 }
 
@@ -419,7 +428,7 @@ func (a *V3) onLayout(entries []zk.LayoutEntry) bool {
 		a.log.Info("version policy latest_once is written as latest { num_versions: 1 } for a stock TF Serving (S4)")
 	}
 	text := config.ModelServerConfigText(models)
-	if err := writeFileAtomic(a.opts.ModelConfigFile, []byte(text)); err != nil {
+	if err := atomicfile.WriteFile(a.opts.ModelConfigFile, []byte(text)); err != nil {
 		a.log.Error("layout callback", "err", err)
 		return true
 	}
@@ -488,26 +497,3 @@ func savedModelNames(sms []datadef.SavedModel) []string {
 
 // net127 is the loopback address of a port.
 func net127(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-// writeFileAtomic replaces path with data through a temporary file and a rename, so a
-// reader (TF Serving) never sees a half-written file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("serving/agent: write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("serving/agent: write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("serving/agent: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("serving/agent: write %s: %w", path, err)
-	}
-	return nil
-}

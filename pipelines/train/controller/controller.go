@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/atomicfile"
 	pb "github.com/monolith-go/monolith/schemas/controllerpb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
@@ -205,19 +206,8 @@ func writeAddr(modelDir, addr string) error {
 	if err := os.MkdirAll(modelDir, 0o755); err != nil {
 		return fmt.Errorf("controller: model dir: %w", err)
 	}
-	tmp, err := os.CreateTemp(modelDir, "."+AddrFile+".*")
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(modelDir, AddrFile), []byte(addr)); err != nil {
 		return fmt.Errorf("controller: %w", err)
-	}
-	_, werr := tmp.WriteString(addr)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("controller: write %s: %w", AddrFile, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(modelDir, AddrFile)); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("controller: write %s: %w", AddrFile, err)
 	}
 	return nil
 }
