@@ -17,7 +17,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/monolith-go/monolith/ps/discovery"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
+	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/zk"
@@ -209,7 +211,10 @@ func (c *agentClient) getReplicas(ctx context.Context, stub pb.AgentServiceClien
 }
 
 func (c *agentClient) withZK(ctx context.Context, fn func(context.Context, *zk.Client) error) error {
-	servers := splitServers(c.cfg.ZKServers)
+	servers, err := discovery.ParseServers(c.cfg.ZKServers)
+	if err != nil {
+		return fmt.Errorf("conf zk_servers: %w", err)
+	}
 	if len(servers) == 0 {
 		return errors.New("the conf has no zk_servers")
 	}
@@ -271,7 +276,7 @@ func (c *agentClient) addr(ctx context.Context, z *zk.Client) error {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			lines = append(lines, fmt.Sprintf("%s\tarchon_address: %s\taddress: %s\tstate: %s",
-				p, pyNull(rm.ArchonAddress), pyNull(rm.Address), stateName(rm.Stat)))
+				p, pyNull(rm.ArchonAddress), pyNull(rm.Address), tfspb.ModelVersionStatus_State(rm.Stat)))
 		}
 	}
 	sort.Strings(lines)
@@ -284,24 +289,6 @@ func pyNull(n datadef.Null[string]) string {
 		return v
 	}
 	return "None"
-}
-
-func stateName(s datadef.ModelState) string {
-	switch s {
-	case datadef.ModelStateUnknown:
-		return "UNKNOWN"
-	case datadef.ModelStateStart:
-		return "START"
-	case datadef.ModelStateLoading:
-		return "LOADING"
-	case datadef.ModelStateAvailable:
-		return "AVAILABLE"
-	case datadef.ModelStateUnloading:
-		return "UNLOADING"
-	case datadef.ModelStateEnd:
-		return "END"
-	}
-	return strconv.FormatInt(int64(s), 10)
 }
 
 // listBase maps get/clean --args to their folder under /{bzid}.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/savedmodel"
 	"github.com/monolith-go/monolith/serving/zk"
@@ -49,9 +50,9 @@ func runAgentController(ctx context.Context, args []string, stdout, stderr io.Wr
 	if *arch != "entry_ps" {
 		return fmt.Errorf("%w: only the entry_ps architecture is supported (got --arch %q)", errUsage, *arch)
 	}
-	servers := splitServers(*zkServers)
-	if len(servers) == 0 {
-		return fmt.Errorf("%w: agent-controller needs --zk_servers", errUsage)
+	servers, err := discovery.ParseServers(*zkServers)
+	if err != nil || len(servers) == 0 {
+		return fmt.Errorf("%w: agent-controller needs --zk_servers host:port[,host:port...] (%v)", errUsage, err)
 	}
 	log := loggerAt(stderr, *verbose, slog.LevelInfo)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -83,17 +84,6 @@ func runAgentController(ctx context.Context, args []string, stdout, stderr io.Wr
 		_, err = fmt.Fprintln(stdout, string(info.JSON()))
 		return err
 	}
-}
-
-// splitServers splits a ZooKeeper connection string.
-func splitServers(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // declareSavedModel declares every entry of exportBase as {model}:{entry} with policy

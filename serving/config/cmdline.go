@@ -1,11 +1,8 @@
 package config
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -189,12 +186,12 @@ func (c AgentConfig) Command(binary, serverType, modelConfigFile string) (args [
 
 // TFSWrapperOptions are the inputs of the v3 (unified) TF Serving command line.
 type TFSWrapperOptions struct {
-	Binary          string // see TFSBinary
+	Binary          string // the TF Serving binary (tfs.BinaryFromEnv)
 	ArchonPort      int
 	GRPCPort        int
 	HTTPPort        int
 	ModelConfigFile string
-	// GRPCRemoteOp is whether the binary is gRPC-remote-op capable (see IsGRPCRemoteOp).
+	// GRPCRemoteOp is whether the binary is gRPC-remote-op capable (see tfs.ScanGRPCRemoteOp).
 	GRPCRemoteOp bool
 	PSM          string // TCE_PSM
 	TCECluster   string // TCE_CLUSTER
@@ -260,41 +257,4 @@ func formatValue(v reflect.Value) string {
 		return formatFloat(v.Float())
 	}
 	return v.String()
-}
-
-// TFSBinary returns the v3 TF Serving binary path from MONOLITH_TFS_BINARY (S11: unset or
-// blank is an error naming the variable). The value is returned as set; it may carry
-// leading arguments after the binary (see tfs.NewWrapperFromEnv).
-func TFSBinary(env Env) (string, error) {
-	if v, ok := env(EnvTFSBinary); ok && strings.TrimSpace(v) != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("serving/config: %s is not set: it must name the TF Serving binary", EnvTFSBinary)
-}
-
-// grpcRemoteOpMarker is the byte string whose presence marks a gRPC-remote-op capable binary.
-const grpcRemoteOpMarker = "PredictionServiceGrpc"
-
-// IsGRPCRemoteOp reports whether r (a TF Serving binary) contains "PredictionServiceGrpc".
-func IsGRPCRemoteOp(r io.Reader) (bool, error) {
-	marker := []byte(grpcRemoteOpMarker)
-	br := bufio.NewReaderSize(r, 1<<16)
-	buf := make([]byte, 0, 1<<17)
-	chunk := make([]byte, 1<<16)
-	for {
-		n, err := br.Read(chunk)
-		buf = append(buf, chunk[:n]...)
-		if bytes.Contains(buf, marker) {
-			return true, nil
-		}
-		if len(buf) > len(marker) { // keep a tail that may start the marker
-			buf = append(buf[:0], buf[len(buf)-len(marker)+1:]...)
-		}
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("serving/config: scan TF Serving binary: %w", err)
-		}
-	}
 }

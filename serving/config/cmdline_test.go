@@ -120,33 +120,3 @@ func TestWrapperCommandGolden(t *testing.T) {
 	sb.WriteString("## defaults, unset platform file\n" + strings.Join(d.WrapperCommand(TFSWrapperOptions{Binary: "tfs"}), " ") + "\n")
 	checkGolden(t, "wrapper_cmdline.golden", sb.String())
 }
-
-func TestTFSBinary(t *testing.T) {
-	if _, err := TFSBinary(MapEnv(nil)); err == nil || !strings.Contains(err.Error(), "MONOLITH_TFS_BINARY") {
-		t.Errorf("unset: %v", err)
-	}
-	if b, err := TFSBinary(MapEnv(map[string]string{"MONOLITH_TFS_BINARY": "/x/tfs"})); err != nil || b != "/x/tfs" {
-		t.Errorf("set: %q %v", b, err)
-	}
-	// Review fix: blank is unset (the agent takes strings.Fields(value)[0], which a blank
-	// value would make panic), as tfs.NewWrapperFromEnv already has it.
-	if b, err := TFSBinary(MapEnv(map[string]string{"MONOLITH_TFS_BINARY": " \t "})); err == nil || !strings.Contains(err.Error(), "MONOLITH_TFS_BINARY") {
-		t.Errorf("blank: %q %v", b, err)
-	}
-}
-
-func TestIsGRPCRemoteOp(t *testing.T) {
-	pad := strings.Repeat("\x00", 1<<16-7) // puts the marker across a read boundary
-	for in, want := range map[string]bool{
-		"":                              false,
-		"xxPredictionServiceGrpcyy":     true,
-		pad + "PredictionServiceGrpc":   true,
-		pad + "PredictionServiceGrp":    false,
-		strings.Repeat("Prediction", 9): false,
-	} {
-		got, err := IsGRPCRemoteOp(strings.NewReader(in))
-		if err != nil || got != want {
-			t.Errorf("len %d: %v %v, want %v", len(in), got, err, want)
-		}
-	}
-}

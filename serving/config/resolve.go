@@ -53,7 +53,6 @@ const (
 	EnvLogicalCluster   = "TCE_LOGICAL_CLUSTER"
 	EnvPhysicalCluster  = "TCE_PHYSICAL_CLUSTER"
 	EnvInternalIDC      = "TCE_INTERNAL_IDC"
-	EnvTFSBinary        = "MONOLITH_TFS_BINARY"
 	defaultNumTCEShards = 1
 )
 

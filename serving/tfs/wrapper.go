@@ -82,19 +82,30 @@ func NewWrapper(opts WrapperOptions) (*Wrapper, error) {
 // reference splits its command line: the first field is the binary and the others come
 // before args. Unset or blank, it returns ErrNoBinary. opts.Binary is ignored.
 func NewWrapperFromEnv(getenv func(string) (string, bool), args []string, opts WrapperOptions) (*Wrapper, error) {
-	v, ok := getenv(EnvBinary)
-	fields := strings.Fields(v)
-	if !ok || len(fields) == 0 {
-		return nil, ErrNoBinary
+	bin, lead, err := BinaryFromEnv(getenv)
+	if err != nil {
+		return nil, err
 	}
-	opts.Binary = fields[0]
-	opts.Args = append(fields[1:len(fields):len(fields)], args...)
+	opts.Binary = bin
+	opts.Args = append(lead, args...)
 	w, err := NewWrapper(opts)
 	if err != nil {
 		return nil, err
 	}
 	w.fromEnv = true
 	return w, nil
+}
+
+// BinaryFromEnv splits MONOLITH_TFS_BINARY (read through getenv) into the binary and the
+// arguments that come before TF Serving's flags ("/bin/monolith fake-tfserving"). Unset or
+// blank, it returns ErrNoBinary.
+func BinaryFromEnv(getenv func(string) (string, bool)) (binary string, leading []string, err error) {
+	v, ok := getenv(EnvBinary)
+	fields := strings.Fields(v)
+	if !ok || len(fields) == 0 {
+		return "", nil, ErrNoBinary
+	}
+	return fields[0], fields[1:len(fields):len(fields)], nil
 }
 
 // Command is the command line the Wrapper runs, binary first.

@@ -207,3 +207,20 @@ func TestTFSScanGRPCRemoteOp(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryFromEnv: the variable's first field is the binary, the rest come before TF
+// Serving's flags; unset or blank is S11's error.
+func TestBinaryFromEnv(t *testing.T) {
+	env := func(v string, ok bool) func(string) (string, bool) {
+		return func(string) (string, bool) { return v, ok }
+	}
+	bin, lead, err := BinaryFromEnv(env("/bin/monolith  fake-tfserving", true))
+	if err != nil || bin != "/bin/monolith" || len(lead) != 1 || lead[0] != "fake-tfserving" {
+		t.Errorf("BinaryFromEnv = %q %q %v", bin, lead, err)
+	}
+	for _, e := range []func(string) (string, bool){env("", false), env(" \t ", true)} {
+		if _, _, err := BinaryFromEnv(e); !errors.Is(err, ErrNoBinary) {
+			t.Errorf("unset or blank: %v, want ErrNoBinary", err)
+		}
+	}
+}
