@@ -67,8 +67,7 @@ type Watcher struct {
 
 	mu       sync.Mutex
 	replicas map[string]map[string]datadef.ReplicaMeta // task path → replica id (decimal) → meta
-	watched  map[string]bool                           // paths with a watch
-	watches  []*zk.Watch
+	set      *zk.WatchSet
 }
 
 // NewWatcher makes a Watcher of /{bzid}/service/{base_name}.
@@ -80,7 +79,7 @@ func NewWatcher(client *zk.Client, cfg config.AgentConfig, log *slog.Logger) *Wa
 	return &Watcher{
 		client: client, prefix: "/" + cfg.BZID + "/service/" + cfg.BaseName, dcAware: cfg.DCAware,
 		family: family, log: orDiscard(log),
-		replicas: map[string]map[string]datadef.ReplicaMeta{}, watched: map[string]bool{},
+		replicas: map[string]map[string]datadef.ReplicaMeta{}, set: zk.NewWatchSet(client),
 	}
 }
 
@@ -93,48 +92,17 @@ func (w *Watcher) Start(ctx context.Context) error {
 	if w.dcAware {
 		level = w.watchLocations
 	}
-	return w.watchChildren(ctx, w.prefix, level)
-}
-
-// watchChildren watches path's children once, calling each new child's handler.
-func (w *Watcher) watchChildren(ctx context.Context, path string, child func(ctx context.Context, path string)) error {
-	w.mu.Lock()
-	if w.watched[path] {
-		w.mu.Unlock()
-		return nil
-	}
-	w.watched[path] = true
-	w.mu.Unlock()
-	seen := map[string]bool{}
-	wa, err := w.client.WatchChildren(ctx, path, func(children []string) bool {
-		for _, c := range children {
-			if !seen[c] {
-				seen[c] = true
-				child(context.Background(), path+"/"+c)
-			}
-		}
-		return true
-	})
-	if err != nil {
-		w.mu.Lock()
-		delete(w.watched, path)
-		w.mu.Unlock()
-		return err
-	}
-	w.mu.Lock()
-	w.watches = append(w.watches, wa)
-	w.mu.Unlock()
-	return nil
+	return w.set.NewChildren(ctx, w.prefix, level)
 }
 
 func (w *Watcher) watchLocations(ctx context.Context, path string) {
-	if err := w.watchChildren(ctx, path, w.watchTasks); err != nil && !errors.Is(err, zk.ErrClosed) {
+	if err := w.set.NewChildren(ctx, path, w.watchTasks); err != nil && !errors.Is(err, zk.ErrClosed) {
 		w.log.Warn("watch idc:cluster level", "path", path, "err", err)
 	}
 }
 
 func (w *Watcher) watchTasks(ctx context.Context, path string) {
-	if err := w.watchChildren(ctx, path, w.watchReplica); err != nil && !errors.Is(err, zk.ErrClosed) {
+	if err := w.set.NewChildren(ctx, path, w.watchReplica); err != nil && !errors.Is(err, zk.ErrClosed) {
 		w.log.Warn("watch task level", "path", path, "err", err)
 	}
 }
@@ -149,19 +117,13 @@ func (w *Watcher) watchReplica(ctx context.Context, path string) {
 		return
 	}
 	rnode := strconv.FormatInt(id, 10)
-	wa, err := w.client.WatchData(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
+	err = w.set.Data(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
 		w.onData(task, rnode, path, data, ev)
 		return true
 	})
-	if err != nil {
-		if !errors.Is(err, zk.ErrClosed) {
-			w.log.Warn("watch replica", "path", path, "err", err)
-		}
-		return
+	if err != nil && !errors.Is(err, zk.ErrClosed) {
+		w.log.Warn("watch replica", "path", path, "err", err)
 	}
-	w.mu.Lock()
-	w.watches = append(w.watches, wa)
-	w.mu.Unlock()
 }
 
 // onData applies one data-watch call to the cache (§1.13).
@@ -270,13 +232,9 @@ func (w *Watcher) taskPaths(ctx context.Context) ([]string, error) {
 
 // Stop ends the watches and clears the cache.
 func (w *Watcher) Stop() {
+	w.set.Stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, wa := range w.watches {
-		wa.Stop()
-	}
-	w.watches = nil
-	w.watched = map[string]bool{}
 	w.replicas = map[string]map[string]datadef.ReplicaMeta{}
 }
 

@@ -81,10 +81,9 @@ type Mirror struct {
 
 	resourcePath, portalPath, publishPath, servicePath string
 
-	mu      sync.Mutex
-	data    map[string][]byte
-	watches []*zk.Watch
-	watched map[string]bool
+	set  *zk.WatchSet
+	mu   sync.Mutex
+	data map[string][]byte
 
 	qmu    sync.Mutex
 	queue  []Event
@@ -101,7 +100,7 @@ func New(client *zk.Client, bzid string, opts Options) *Mirror {
 		client: client, bzid: bzid, opts: opts, log: log,
 		resourcePath: datadef.ResourceBasePath(bzid), portalPath: datadef.PortalBasePath(bzid),
 		publishPath: datadef.PublishBasePath(bzid), servicePath: datadef.ServiceBasePath(bzid),
-		data: map[string][]byte{}, watched: map[string]bool{}, notify: make(chan struct{}, 1),
+		data: map[string][]byte{}, set: zk.NewWatchSet(client), notify: make(chan struct{}, 1),
 	}
 }
 
@@ -130,11 +129,9 @@ func (m *Mirror) Start(ctx context.Context, isClient bool) error {
 
 // Stop ends every watch and clears the cache and the queue.
 func (m *Mirror) Stop() {
+	m.set.Stop()
 	m.mu.Lock()
-	for _, w := range m.watches {
-		w.Stop()
-	}
-	m.watches, m.watched, m.data = nil, map[string]bool{}, map[string][]byte{}
+	m.data = map[string][]byte{}
 	m.mu.Unlock()
 	m.qmu.Lock()
 	m.queue = nil
@@ -502,38 +499,15 @@ func (m *Mirror) GetReplica(model, serverType string, task, replica int) (datade
 
 // watchTree watches path's children; each new child gets onChild (once).
 func (m *Mirror) watchTree(ctx context.Context, path string, onChild func(ctx context.Context, child string)) error {
-	m.mu.Lock()
-	if m.watched[path] {
-		m.mu.Unlock()
-		return nil
-	}
-	m.watched[path] = true
-	m.mu.Unlock()
-	seen := map[string]bool{}
-	w, err := m.client.WatchChildren(ctx, path, func(children []string) bool {
-		for _, c := range children {
-			if !seen[c] {
-				seen[c] = true
-				onChild(context.Background(), path+"/"+c)
-			}
-		}
-		return true
-	})
-	if err != nil {
-		m.mu.Lock()
-		delete(m.watched, path)
-		m.mu.Unlock()
+	if err := m.set.NewChildren(ctx, path, onChild); err != nil {
 		return fmt.Errorf("serving/zkmirror: watch %s: %w", path, err)
 	}
-	m.mu.Lock()
-	m.watches = append(m.watches, w)
-	m.mu.Unlock()
 	return nil
 }
 
 // mirrorData keeps path's data in the cache (created, changed, deleted).
 func (m *Mirror) mirrorData(ctx context.Context, path string) {
-	w, err := m.client.WatchData(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
+	err := m.set.Data(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		switch {
@@ -544,19 +518,13 @@ func (m *Mirror) mirrorData(ctx context.Context, path string) {
 		}
 		return true
 	})
-	m.keep(w, err, path)
+	m.logWatchErr(err, path)
 }
 
-func (m *Mirror) keep(w *zk.Watch, err error, path string) {
-	if err != nil {
-		if !errors.Is(err, zk.ErrClosed) {
-			m.log.Warn("watch", "path", path, "err", err)
-		}
-		return
+func (m *Mirror) logWatchErr(err error, path string) {
+	if err != nil && !errors.Is(err, zk.ErrClosed) {
+		m.log.Warn("watch", "path", path, "err", err)
 	}
-	m.mu.Lock()
-	m.watches = append(m.watches, w)
-	m.mu.Unlock()
 }
 
 // WatchService mirrors the model → task → replica tree under /{bzid}/service.
@@ -602,7 +570,7 @@ func (m *Mirror) WatchPublish(ctx context.Context) error {
 		return fmt.Errorf("serving/zkmirror: %w", err)
 	}
 	return m.watchTree(ctx, m.publishPath, func(ctx context.Context, path string) {
-		w, err := m.client.WatchData(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
+		err := m.set.Data(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
 			m.mu.Lock()
 			if len(data) == 0 {
 				data = m.data[path]
@@ -642,7 +610,7 @@ func (m *Mirror) WatchPublish(ctx context.Context) error {
 			}
 			return true
 		})
-		m.keep(w, err, path)
+		m.logWatchErr(err, path)
 	})
 }
 
@@ -677,7 +645,7 @@ func (m *Mirror) WatchPortal(ctx context.Context) error {
 	}
 	return m.watchTree(ctx, m.portalPath, func(ctx context.Context, path string) {
 		model := path[strings.LastIndexByte(path, '/')+1:]
-		w, err := m.client.WatchData(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
+		err := m.set.Data(ctx, path, func(data []byte, _ *zk.Stat, ev zk.DataEvent) bool {
 			var action string
 			switch {
 			case ev == zk.DataInitial && data == nil:
@@ -705,7 +673,7 @@ func (m *Mirror) WatchPortal(ctx context.Context) error {
 			m.put(Event{Path: path, Data: mm.Serialize(), Type: EventPortal})
 			return true
 		})
-		m.keep(w, err, path)
+		m.logWatchErr(err, path)
 	})
 }
 
