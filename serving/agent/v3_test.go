@@ -358,7 +358,9 @@ func TestV3SessionExpiry(t *testing.T) {
 	grpcAddr, _ := a.ServiceInfo().GRPC.Get()
 	want := []string{testModel + ":entry=" + grpcAddr}
 	eventually(t, func() bool { return slices.Equal(heartBeat(t, a.AgentAddr()), want) },
-		func() string { return fmt.Sprintf("HeartBeat after expiry %q, want %q", heartBeat(t, a.AgentAddr()), want) })
+		func() string {
+			return fmt.Sprintf("HeartBeat after expiry %q, want %q", heartBeat(t, a.AgentAddr()), want)
+		})
 }
 
 // TestV3SIGTERM runs an agent as a child process; SIGTERM makes it exit 0, its ephemeral
