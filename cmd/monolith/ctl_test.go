@@ -21,7 +21,8 @@ func (s *stepTrainer) SaveCheckpoint(context.Context) error      { s.saves++; re
 // file; usage errors for a missing --model-dir, an unknown command and no running job.
 func TestCtl(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "model")
-	b, err := controller.NewBarrier(2)
+	b := controller.NewLocal()
+	g, err := controller.JoinGate(context.Background(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,8 @@ func TestCtl(t *testing.T) {
 	}
 	ctl("stop")
 	waited := make(chan error, 1)
-	go func() { waited <- b.Wait(context.Background(), 1) }()
+	g.Observe(b.B.Placed())
+	go func() { _, err := g.Boundary(context.Background()); waited <- err }()
 	deadline := time.Now().Add(10 * time.Second)
 	for st := ctl("status"); st["paused"] != true; st = ctl("status") {
 		if time.Now().After(deadline) {

@@ -59,9 +59,13 @@ type trainFn struct {
 	stopped bool
 }
 
-func (f *trainFn) Setup() error {
+func (f *trainFn) Setup(ctx context.Context) error {
 	w, err := NewWorker(&f.Job, os.Stderr)
 	if err != nil {
+		return err
+	}
+	if err := w.JoinBarrier(ctx); err != nil {
+		_ = w.Close()
 		return err
 	}
 	f.w = w

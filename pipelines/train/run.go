@@ -20,6 +20,7 @@ import (
 	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/metrics"
+	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/ps/server"
@@ -43,6 +44,14 @@ type Options struct {
 	// Loop runs the same workers in a plain loop in this process instead of a Beam
 	// pipeline: the baseline of the throughput benchmark (benchmarks/train).
 	Loop bool
+	// ControllerListen is the controller's address ("" = 127.0.0.1:0). The controller is
+	// served when the job has a model directory (checkpoint.dir).
+	ControllerListen string
+	// HealthEvery is the period of the PS health checks (default 30s; negative: none).
+	HealthEvery time.Duration
+	// PSMemLimitBytes is the in-process PS shards' HealthCheck memory limit (0: the
+	// server's default, effectively none).
+	PSMemLimitBytes int64
 }
 
 // Summary is the result of a run, printed as one JSON line.
@@ -122,7 +131,7 @@ type LocalPS struct {
 
 // StartLocalPS starts n shards serving tables; with ckptDir set they restore its newest
 // checkpoints and save there.
-func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, ckptDir string, keep int, seed uint64, logger *slog.Logger) (*LocalPS, error) {
+func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, ckptDir string, keep int, seed uint64, memLimit int64, logger *slog.Logger) (*LocalPS, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -131,6 +140,9 @@ func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, ckptDir
 	for i := range n {
 		o := server.DefaultOptions()
 		o.Shard, o.NumShards, o.Tables, o.CheckpointDir, o.KeepCheckpoints, o.Seed, o.Logger = i, n, tables, ckptDir, keep, seed, logger
+		if memLimit > 0 {
+			o.MemLimitBytes = memLimit
+		}
 		s, err := server.New(o)
 		if err != nil {
 			l.Stop()
@@ -186,7 +198,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			return nil, fmt.Errorf("pipelines/train: %w", err)
 		}
 	case len(addrs) == 0:
-		local, err := StartLocalPS(ctx, c.PS.Shards, pr.Tables, c.Checkpoint.Dir, c.Checkpoint.Keep, c.PS.Seed, o.Logger)
+		local, err := StartLocalPS(ctx, c.PS.Shards, pr.Tables, c.Checkpoint.Dir, c.Checkpoint.Keep, c.PS.Seed, o.PSMemLimitBytes, o.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -204,12 +216,42 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
 	defer ps.Close()
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	// A new run starts with the training barrier removed (a PS that served an earlier run
+	// may still hold its pause or stop).
+	barrier := ps.TrainingBarrier()
+	if st, err := barrier.Status(ctx); err != nil {
+		return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
+	} else if st.Placed {
+		logger.Warn("training barrier left placed by an earlier run; removing it", "action", st.Action)
+		if err := barrier.Remove(ctx); err != nil {
+			return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
+		}
+	}
+	if c.Checkpoint.Dir != "" {
+		ctl, err := controller.Serve(o.ControllerListen, c.Checkpoint.Dir, barrier, controller.PSTrainer{PS: ps}, logger)
+		if err != nil {
+			return nil, fmt.Errorf("pipelines/train: %w", err)
+		}
+		defer ctl.Stop(5 * time.Second)
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "train: controller at %s (monolith ctl stop|resume|status|save --model-dir %s)\n", ctl.Addr(), c.Checkpoint.Dir)
+		}
+	}
+	health := startHealth(ctx, ps, barrier, o.HealthEvery, logger)
+	defer health.stop()
 	var loop *Worker // the plain-loop engine's one worker, for every epoch and the evaluation
 	if o.Loop {
 		if loop, err = NewWorker(&j, o.Progress); err != nil {
 			return nil, err
 		}
 		defer loop.Close()
+		if err := loop.JoinBarrier(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	state, err := os.MkdirTemp("", "monolith-train-")
@@ -233,6 +275,9 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	start := time.Now()
 	saver := startSaver(ctx, ps, c.Checkpoint.Dir != "", c.Checkpoint.EverySteps, o.Progress)
 	for e := 1; e <= c.Epochs; e++ {
+		if err := health.failure(); err != nil {
+			break
+		}
 		var st Stats
 		if o.Loop {
 			st, err = loopEpoch(ctx, loop, e, files)
@@ -256,6 +301,11 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	sum.TrainSeconds = time.Since(start).Seconds()
 	if err := saver.stop(); err != nil {
 		return nil, err
+	}
+	health.stop()
+	if err := health.failure(); err != nil {
+		step, _ := ps.GlobalStep(ctx, 0, "")
+		return nil, fmt.Errorf("pipelines/train: training stopped at global step %d after %d epochs: %w", step, sum.Epochs, err)
 	}
 	sum.Examples, sum.Steps = total.Examples, total.Steps
 	sum.ExamplesPerSec = float64(total.Examples) / sum.TrainSeconds

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,7 +86,7 @@ func localPS(t *testing.T, c *Config, n int) (*Prepared, *LocalPS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := StartLocalPS(context.Background(), n, pr.Tables, "", 0, 1, nil)
+	ps, err := StartLocalPS(context.Background(), n, pr.Tables, "", 0, 1, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,5 +453,50 @@ func TestTablesConfig(t *testing.T) {
 	}
 	if _, err = sparseTables(cfg); err == nil || !strings.Contains(err.Error(), "slice dims") {
 		t.Errorf("mixed slice dims: %v", err)
+	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestPSHealthStopsTraining: with a PS memory limit every process exceeds, the health
+// check reports once, the workers stop at a step boundary, and Run returns ErrPSUnhealthy
+// long before the 40 epochs are done; the job can then be run again on the same PS.
+func TestPSHealthStopsTraining(t *testing.T) {
+	dir := t.TempDir()
+	c := plantedData(t, dir, 4000)
+	c.Epochs, c.EvalInput = 40, ""
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	for _, loop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("loop=%v", loop), func(t *testing.T) {
+			before := strings.Count(logs.String(), "PS are not healthy")
+			sum, err := Run(context.Background(), c, Options{Loop: loop, HealthEvery: 100 * time.Millisecond, PSMemLimitBytes: 1, Logger: logger})
+			t.Logf("Run: %v", err)
+			if !errors.Is(err, ErrPSUnhealthy) || sum != nil {
+				t.Fatalf("Run = %v, %v; want ErrPSUnhealthy", sum, err)
+			}
+			if !strings.Contains(err.Error(), "OUT_OF_MEMORY") || !strings.Contains(err.Error(), "PS 0:") || strings.Contains(err.Error(), "after 40 epochs") {
+				t.Errorf("error %q: want the PS 0 OUT_OF_MEMORY report before epoch 40", err)
+			}
+			if n := strings.Count(logs.String(), "PS are not healthy") - before; n != 1 {
+				t.Errorf("reported %d times, want once:\n%s", n, logs.String())
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	klayout "github.com/monolith-go/monolith/kernels/layout"
 	"github.com/monolith-go/monolith/kernels/model"
 	kshard "github.com/monolith-go/monolith/kernels/shard"
+	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/schemas/batch"
 	tshard "github.com/monolith-go/monolith/transforms/shard"
@@ -21,6 +22,9 @@ import (
 
 // errStop reports that the global step passed MaxSteps: the batch was not applied.
 var errStop = errors.New("pipelines/train: max_steps reached")
+
+// errStopped reports a worker stopped by the barrier's controller.ActionStop.
+var errStopped = errors.New("pipelines/train: stopped by the training barrier")
 
 // sparseTable is one embedding table of the FeatureConfigs as the PS serves it.
 type sparseTable struct {
@@ -69,7 +73,8 @@ type Trainer struct {
 	dlog  []float32
 	label []float32
 
-	pending chan applyDone // the apply in flight, if any
+	pending chan applyDone   // the apply in flight, if any
+	gate    *controller.Gate // the worker's training barrier (nil: none)
 	stats   Stats
 	onStep  func(rows int, loss float64) // called for every applied step (may be nil)
 }
@@ -254,6 +259,20 @@ func (t *Trainer) lookup(ctx context.Context, s *slot, create bool) error {
 // detection: a retried bundle presents the same ids, so its gradients are applied once.
 // Errors of the previous step's apply are reported here or by Flush.
 func (t *Trainer) Train(ctx context.Context, rec arrow.RecordBatch, id string) error {
+	if t.gate != nil && t.gate.Placed() {
+		// The step boundary: finish the step in flight, then pause while the barrier is
+		// placed (a checkpoint taken meanwhile holds every applied step).
+		if err := t.wait(); err != nil {
+			return err
+		}
+		stop, err := t.gate.Boundary(ctx)
+		if err != nil {
+			return fmt.Errorf("pipelines/train: %w", err)
+		}
+		if stop {
+			return errStopped
+		}
+	}
 	labels, err := t.labels(rec)
 	if err != nil {
 		return err
@@ -305,10 +324,14 @@ func (t *Trainer) Train(ctx context.Context, rec arrow.RecordBatch, id string) e
 // apply takes a global step and sends the gradients of slot s to the PS.
 func (t *Trainer) apply(ctx context.Context, s *slot) applyDone {
 	d := applyDone{rows: s.rows, loss: s.loss}
-	step, err := t.ps.GlobalStep(ctx, 1, s.id+"/step")
+	gs, err := t.ps.GlobalStepState(ctx, 1, s.id+"/step")
 	if err != nil {
 		d.err = fmt.Errorf("pipelines/train: global step: %w", err)
 		return d
+	}
+	step := gs.GetStep()
+	if t.gate != nil {
+		t.gate.Observe(gs.GetBarrierPlaced(), gs.GetBarrierAction())
 	}
 	if t.job.MaxSteps > 0 && step > t.job.MaxSteps {
 		d.err = errStop

@@ -14,6 +14,7 @@ import (
 	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/model"
+	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/transforms/config"
 	tlayout "github.com/monolith-go/monolith/transforms/layout"
@@ -90,6 +91,7 @@ type Worker struct {
 	job      *Job
 	ps       *client.Client
 	trainers []*Trainer
+	gate     *controller.Gate // nil until JoinBarrier
 
 	progress io.Writer
 	mu       sync.Mutex
@@ -121,8 +123,34 @@ func NewWorker(j *Job, progress io.Writer) (*Worker, error) {
 	return w, nil
 }
 
-// Close closes the PS client.
-func (w *Worker) Close() error { return w.ps.Close() }
+// JoinBarrier joins the training barrier of PS shard 0: from then on the worker's
+// trainers pause at their step boundaries while it is placed, and stop under
+// controller.ActionStop.
+func (w *Worker) JoinBarrier(ctx context.Context) error {
+	g, err := controller.JoinGate(ctx, w.ps.TrainingBarrier())
+	if err != nil {
+		return fmt.Errorf("pipelines/train: %w", err)
+	}
+	w.gate = g
+	for _, t := range w.trainers {
+		t.gate = g
+	}
+	return nil
+}
+
+// leaveTimeout bounds the worker's goodbye to the barrier at Close.
+const leaveTimeout = 5 * time.Second
+
+// Close leaves the barrier and closes the PS client.
+func (w *Worker) Close() error {
+	var err error
+	if w.gate != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+		err = w.gate.Close(ctx)
+		cancel()
+	}
+	return errors.Join(err, w.ps.Close())
+}
 
 // note counts one applied step for the progress lines.
 func (w *Worker) note(rows int, loss float64) {
@@ -175,7 +203,7 @@ func (w *Worker) TrainFile(ctx context.Context, file string, epoch int) (stopped
 				err := t.Train(ctx, it.rec, it.id)
 				it.rec.Release()
 				switch {
-				case errors.Is(err, errStop):
+				case errors.Is(err, errStop), errors.Is(err, errStopped):
 					stop.Do(func() { stoppedFlag = true; cancel(errStopRead) })
 				case err != nil:
 					cancel(err)

@@ -592,12 +592,7 @@ func (c *Client) Apply(ctx context.Context, req ApplyRequest) (*ApplyResult, err
 // first attempt returned and adds nothing. A negative increment is an
 // *InvalidConfigError.
 func (c *Client) GlobalStep(ctx context.Context, increment int64, requestID string) (int64, error) {
-	if increment < 0 {
-		return 0, &InvalidConfigError{Msg: fmt.Sprintf("global step increment %d is negative", increment)}
-	}
-	resp, err := onShard(ctx, c, "GlobalStep", 0, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GlobalStepResponse, error) {
-		return s.GlobalStep(ctx, &pspb.GlobalStepRequest{Increment: increment, RequestId: requestID})
-	})
+	resp, err := c.GlobalStepState(ctx, increment, requestID)
 	if err != nil {
 		return 0, err
 	}

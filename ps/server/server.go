@@ -21,12 +21,15 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/ps/checkpoint"
+	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
 	"github.com/monolith-go/monolith/schemas/pspb"
+	"github.com/monolith-go/monolith/schemas/trainingpb"
 )
 
 // ErrClosed is returned by Serve on a server that was closed.
@@ -51,6 +54,7 @@ type Server struct {
 	dedup    *dedupWindow // recent request ids; nil when disabled
 	metrics  metrics
 	barriers *barriers
+	pause    *pause.Barrier // the training barrier (TrainingBarrier)
 	readRSS  func() (int64, error)
 	saveMu   sync.Mutex // one save at a time
 
@@ -93,6 +97,7 @@ func New(opts Options) (*Server, error) {
 		served:   make(chan struct{}),
 	}
 	s.barriers = newBarriers(s.stopping)
+	s.pause = pause.New()
 	for i, spec := range opts.Tables.GetTables() {
 		t, err := table.FromSpec(spec, tableSeed(opts.Seed, opts.Shard, i))
 		if err != nil {
@@ -487,7 +492,7 @@ func (s *Server) GlobalStep(ctx context.Context, req *pspb.GlobalStepRequest) (*
 	case dup:
 		s.metrics.duplicates.Add(1)
 		s.log.Debug("duplicate global step skipped", "request_id", id, "step", prev)
-		return &pspb.GlobalStepResponse{Step: prev, Duplicate: true}, nil
+		return s.withBarrier(&pspb.GlobalStepResponse{Step: prev, Duplicate: true}), nil
 	}
 	defer rsv.release() // unless committed
 	for {
@@ -497,9 +502,63 @@ func (s *Server) GlobalStep(ctx context.Context, req *pspb.GlobalStepRequest) (*
 		}
 		if s.step.CompareAndSwap(cur, cur+inc) {
 			rsv.commit(cur + inc)
-			return &pspb.GlobalStepResponse{Step: cur + inc}, nil
+			return s.withBarrier(&pspb.GlobalStepResponse{Step: cur + inc}), nil
 		}
 	}
+}
+
+// withBarrier adds the training barrier's state to a GlobalStep response.
+func (s *Server) withBarrier(r *pspb.GlobalStepResponse) *pspb.GlobalStepResponse {
+	r.BarrierPlaced, r.BarrierAction = s.pause.Placed()
+	return r
+}
+
+// maxBarrierHold bounds how long a TrainingBarrier WAIT holds the call.
+const maxBarrierHold = time.Minute
+
+// TrainingBarrier serves the training barrier (package pause): PLACE answers
+// ALREADY_EXISTS when it is placed, LEAVE and WAIT an index that has not joined
+// INVALID_ARGUMENT; a WAIT holds the call for timeout_ms (at most a minute) or until the
+// barrier is removed or the server stops.
+func (s *Server) TrainingBarrier(ctx context.Context, req *pspb.TrainingBarrierRequest) (*pspb.TrainingBarrierResponse, error) {
+	resp := &pspb.TrainingBarrierResponse{}
+	switch req.GetOp() {
+	case pspb.TrainingBarrierRequest_STATUS:
+	case pspb.TrainingBarrierRequest_JOIN:
+		resp.Index = int32(s.pause.Join())
+		s.log.Debug("training barrier: worker joined", "index", resp.Index)
+	case pspb.TrainingBarrierRequest_LEAVE:
+		if err := s.pause.Leave(int(req.GetIndex())); err != nil {
+			return nil, status.Error(codes.InvalidArgument, "ps/server: "+err.Error())
+		}
+	case pspb.TrainingBarrierRequest_PLACE:
+		if err := s.pause.Place(req.GetAction()); err != nil {
+			return nil, status.Error(codes.AlreadyExists, "Barrier is placed already.")
+		}
+		s.log.Info("training barrier placed", "action", req.GetAction())
+	case pspb.TrainingBarrierRequest_REMOVE:
+		s.pause.Remove()
+		s.log.Info("training barrier removed")
+	case pspb.TrainingBarrierRequest_WAIT:
+		hold := min(time.Duration(max(0, req.GetTimeoutMs()))*time.Millisecond, maxBarrierHold)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.stopping:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if _, _, err := s.pause.Wait(ctx, int(req.GetIndex()), hold); err != nil {
+			return nil, status.Error(codes.InvalidArgument, "ps/server: "+err.Error())
+		}
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "ps/server: unknown training barrier op %d", req.GetOp())
+	}
+	st := s.pause.Status()
+	resp.Placed, resp.Action, resp.BlockedIndices, resp.UnblockedIndices = st.Placed, st.Action, st.Blocked, st.Unblocked
+	return resp, nil
 }
 
 // Barrier is the generation-numbered barrier of spec/ps.md §8.4: status 0 when this
@@ -538,7 +597,15 @@ func (s *Server) HealthCheck(_ context.Context, req *pspb.HealthCheckRequest) (*
 		return nil, status.Errorf(codes.Internal, "ps/server: %v", err)
 	}
 	healthy, st, msg := memoryHealth(rss, s.opts.MemLimitBytes)
-	return &pspb.HealthCheckResponse{Healthy: healthy, Status: st, Message: msg, RssBytes: rss, MemLimitBytes: s.opts.MemLimitBytes}, nil
+	var result []byte
+	if !healthy {
+		r := &trainingpb.MachineHealthResult{Status: trainingpb.MachineHealthResult_MachineHealthStatus(st).Enum(), Message: &msg}
+		if result, err = proto.Marshal(r); err != nil {
+			return nil, status.Errorf(codes.Internal, "ps/server: %v", err)
+		}
+	}
+	return &pspb.HealthCheckResponse{Healthy: healthy, Status: st, Message: msg, RssBytes: rss, MemLimitBytes: s.opts.MemLimitBytes,
+		MachineHealthResult: result}, nil
 }
 
 // GetStats returns the request counters, average latencies in microseconds (0 before the

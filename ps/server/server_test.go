@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -335,7 +336,8 @@ func TestStatsAndHealth(t *testing.T) {
 
 	// Monolith's memory check.
 	h, err := r.stub.HealthCheck(ctx, &pspb.HealthCheckRequest{})
-	if err != nil || !h.Healthy || h.Status != 0 || h.Message != "" || h.RssBytes <= 0 || h.MemLimitBytes != DefaultMemLimitBytes {
+	if err != nil || !h.Healthy || h.Status != 0 || h.Message != "" || h.RssBytes <= 0 || h.MemLimitBytes != DefaultMemLimitBytes ||
+		len(h.MachineHealthResult) != 0 {
 		t.Fatalf("health: %v %v", h, err)
 	}
 	r.srv.readRSS = func() (int64, error) { return 2000, nil }
@@ -344,6 +346,12 @@ func TestStatsAndHealth(t *testing.T) {
 	h, err = r.srv.HealthCheck(ctx, &pspb.HealthCheckRequest{Component: "ps"})
 	if err != nil || h.Healthy || h.Status != 1 || h.Message != "Memory limit exceeded. Current: 2000, Limit: 1000" {
 		t.Fatalf("over the limit: %v %v", h, err)
+	}
+	// MachineHealthResult{status: OUT_OF_MEMORY, message: …} on the wire: field 1 varint 1,
+	// field 2 the message.
+	want := append([]byte{0x08, 0x01, 0x12, byte(len(h.Message))}, h.Message...)
+	if !bytes.Equal(h.MachineHealthResult, want) {
+		t.Fatalf("machine_health_result = %x, want %x", h.MachineHealthResult, want)
 	}
 	r.srv.readRSS = func() (int64, error) { return 0, errors.New("no /proc") }
 	if _, err := r.srv.HealthCheck(ctx, &pspb.HealthCheckRequest{}); status.Code(err) != codes.Internal {
@@ -702,6 +710,72 @@ func TestTableSeedFrozen(t *testing.T) {
 	}{{0, 0, 0, 0xf2fea5823ed3a667}, {42, 1, 2, 0xd40a04d1e1d5d884}, {math.MaxUint64, 3, 0, 0x31bd384c1b6978b0}} {
 		if got := tableSeed(tc.seed, tc.shard, tc.i); got != tc.want {
 			t.Errorf("tableSeed(%d, %d, %d) = %#x, want %#x", tc.seed, tc.shard, tc.i, got, tc.want)
+		}
+	}
+}
+
+// TestTrainingBarrier drives the TrainingBarrier RPC: join, place (twice: ALREADY_EXISTS),
+// the barrier in GlobalStep responses, a WAIT held until REMOVE, a WAIT timing out with the
+// worker still blocked, LEAVE, and the invalid requests.
+func TestTrainingBarrier(t *testing.T) {
+	r := start(t, testOptions(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	op := func(req *pspb.TrainingBarrierRequest) *pspb.TrainingBarrierResponse {
+		t.Helper()
+		resp, err := r.stub.TrainingBarrier(ctx, req)
+		if err != nil {
+			t.Fatalf("%v: %v", req, err)
+		}
+		return resp
+	}
+	for want := range int32(3) {
+		if got := op(&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_JOIN}).GetIndex(); got != want {
+			t.Fatalf("JOIN = %d, want %d", got, want)
+		}
+	}
+	if st := op(&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_PLACE, Action: "Save"}); !st.Placed || st.Action != "Save" {
+		t.Fatalf("PLACE: %v", st)
+	}
+	if _, err := r.stub.TrainingBarrier(ctx, &pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_PLACE}); status.Code(err) != codes.AlreadyExists {
+		t.Fatalf("second PLACE: %v", err)
+	}
+	gs, err := r.stub.GlobalStep(ctx, &pspb.GlobalStepRequest{Increment: 1})
+	if err != nil || !gs.BarrierPlaced || gs.BarrierAction != "Save" {
+		t.Fatalf("GlobalStep under the barrier: %v %v", gs, err)
+	}
+	// Worker 2 times out still blocked; worker 1 is released by REMOVE.
+	if st := op(&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_WAIT, Index: 2, TimeoutMs: 1}); !st.Placed ||
+		!slices.Equal(st.BlockedIndices, []int32{2}) || !slices.Equal(st.UnblockedIndices, []int32{0, 1}) {
+		t.Fatalf("WAIT timing out: %v", st)
+	}
+	released := make(chan *pspb.TrainingBarrierResponse, 1)
+	go func() {
+		resp, _ := r.stub.TrainingBarrier(ctx, &pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_WAIT, Index: 1, TimeoutMs: 20000})
+		released <- resp
+	}()
+	for st := op(&pspb.TrainingBarrierRequest{}); !slices.Equal(st.BlockedIndices, []int32{1, 2}); st = op(&pspb.TrainingBarrierRequest{}) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	op(&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_REMOVE})
+	if st := <-released; st == nil || st.Placed || !slices.Equal(st.BlockedIndices, []int32{2}) {
+		t.Fatalf("WAIT released by REMOVE: %v", st)
+	}
+	if gs, _ := r.stub.GlobalStep(ctx, &pspb.GlobalStepRequest{}); gs.BarrierPlaced || gs.BarrierAction != "" {
+		t.Fatalf("GlobalStep after REMOVE: %v", gs)
+	}
+	op(&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_LEAVE, Index: 2})
+	if st := op(&pspb.TrainingBarrierRequest{}); len(st.BlockedIndices) != 0 || !slices.Equal(st.UnblockedIndices, []int32{0, 1}) {
+		t.Fatalf("after LEAVE: %v", st)
+	}
+	for _, bad := range []*pspb.TrainingBarrierRequest{
+		{Op: pspb.TrainingBarrierRequest_LEAVE, Index: 2},
+		{Op: pspb.TrainingBarrierRequest_WAIT, Index: -1},
+		{Op: pspb.TrainingBarrierRequest_WAIT, Index: 7},
+		{Op: 99},
+	} {
+		if _, err := r.stub.TrainingBarrier(ctx, bad); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%v: %v, want InvalidArgument", bad, err)
 		}
 	}
 }

@@ -29,6 +29,71 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type TrainingBarrierRequest_Op int32
+
+const (
+	// The barrier's state and the workers' block status.
+	TrainingBarrierRequest_STATUS TrainingBarrierRequest_Op = 0
+	// A worker joins: it gets the lowest free index.
+	TrainingBarrierRequest_JOIN TrainingBarrierRequest_Op = 1
+	// Worker index leaves; its index becomes free.
+	TrainingBarrierRequest_LEAVE TrainingBarrierRequest_Op = 2
+	// Places the barrier with action; ALREADY_EXISTS when it is placed.
+	TrainingBarrierRequest_PLACE TrainingBarrierRequest_Op = 3
+	// Removes the barrier (nothing happens when it is not placed).
+	TrainingBarrierRequest_REMOVE TrainingBarrierRequest_Op = 4
+	// Worker index pauses: while the barrier is placed it is blocked, and the call returns
+	// when the barrier is removed or after timeout_ms with placed still set (call again).
+	TrainingBarrierRequest_WAIT TrainingBarrierRequest_Op = 5
+)
+
+// Enum value maps for TrainingBarrierRequest_Op.
+var (
+	TrainingBarrierRequest_Op_name = map[int32]string{
+		0: "STATUS",
+		1: "JOIN",
+		2: "LEAVE",
+		3: "PLACE",
+		4: "REMOVE",
+		5: "WAIT",
+	}
+	TrainingBarrierRequest_Op_value = map[string]int32{
+		"STATUS": 0,
+		"JOIN":   1,
+		"LEAVE":  2,
+		"PLACE":  3,
+		"REMOVE": 4,
+		"WAIT":   5,
+	}
+)
+
+func (x TrainingBarrierRequest_Op) Enum() *TrainingBarrierRequest_Op {
+	p := new(TrainingBarrierRequest_Op)
+	*p = x
+	return p
+}
+
+func (x TrainingBarrierRequest_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TrainingBarrierRequest_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_monolith_ps_ps_proto_enumTypes[0].Descriptor()
+}
+
+func (TrainingBarrierRequest_Op) Type() protoreflect.EnumType {
+	return &file_monolith_ps_ps_proto_enumTypes[0]
+}
+
+func (x TrainingBarrierRequest_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TrainingBarrierRequest_Op.Descriptor instead.
+func (TrainingBarrierRequest_Op) EnumDescriptor() ([]byte, []int) {
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{17, 0}
+}
+
 type FilterConfig_Type int32
 
 const (
@@ -65,11 +130,11 @@ func (x FilterConfig_Type) String() string {
 }
 
 func (FilterConfig_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_monolith_ps_ps_proto_enumTypes[0].Descriptor()
+	return file_monolith_ps_ps_proto_enumTypes[1].Descriptor()
 }
 
 func (FilterConfig_Type) Type() protoreflect.EnumType {
-	return &file_monolith_ps_ps_proto_enumTypes[0]
+	return &file_monolith_ps_ps_proto_enumTypes[1]
 }
 
 func (x FilterConfig_Type) Number() protoreflect.EnumNumber {
@@ -78,7 +143,7 @@ func (x FilterConfig_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FilterConfig_Type.Descriptor instead.
 func (FilterConfig_Type) EnumDescriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{19, 0}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{21, 0}
 }
 
 type LookupRequest struct {
@@ -618,8 +683,11 @@ type HealthCheckResponse struct {
 	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	RssBytes      int64  `protobuf:"varint,4,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
 	MemLimitBytes int64  `protobuf:"varint,5,opt,name=mem_limit_bytes,json=memLimitBytes,proto3" json:"mem_limit_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The same verdict as a serialized tensorflow.monolith_tf.MachineHealthResult, as
+	// Monolith's health op returns it: zero bytes when healthy.
+	MachineHealthResult []byte `protobuf:"bytes,6,opt,name=machine_health_result,json=machineHealthResult,proto3" json:"machine_health_result,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *HealthCheckResponse) Reset() {
@@ -685,6 +753,13 @@ func (x *HealthCheckResponse) GetMemLimitBytes() int64 {
 		return x.MemLimitBytes
 	}
 	return 0
+}
+
+func (x *HealthCheckResponse) GetMachineHealthResult() []byte {
+	if x != nil {
+		return x.MachineHealthResult
+	}
+	return nil
 }
 
 type GetStatsRequest struct {
@@ -1152,8 +1227,12 @@ func (x *GlobalStepRequest) GetRequestId() string {
 type GlobalStepResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The counter after this request (for a duplicate: what the original request returned).
-	Step          int64 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
-	Duplicate     bool  `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	Step      int64 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Duplicate bool  `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// The state of this shard's training barrier when the request was answered, so that a
+	// worker learns of a pause with the step it takes (no extra call per step).
+	BarrierPlaced bool   `protobuf:"varint,3,opt,name=barrier_placed,json=barrierPlaced,proto3" json:"barrier_placed,omitempty"`
+	BarrierAction string `protobuf:"bytes,4,opt,name=barrier_action,json=barrierAction,proto3" json:"barrier_action,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1202,6 +1281,166 @@ func (x *GlobalStepResponse) GetDuplicate() bool {
 	return false
 }
 
+func (x *GlobalStepResponse) GetBarrierPlaced() bool {
+	if x != nil {
+		return x.BarrierPlaced
+	}
+	return false
+}
+
+func (x *GlobalStepResponse) GetBarrierAction() string {
+	if x != nil {
+		return x.BarrierAction
+	}
+	return ""
+}
+
+type TrainingBarrierRequest struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Op            TrainingBarrierRequest_Op `protobuf:"varint,1,opt,name=op,proto3,enum=monolith.ps.TrainingBarrierRequest_Op" json:"op,omitempty"`
+	Index         int32                     `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Action        string                    `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	TimeoutMs     int64                     `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrainingBarrierRequest) Reset() {
+	*x = TrainingBarrierRequest{}
+	mi := &file_monolith_ps_ps_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrainingBarrierRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrainingBarrierRequest) ProtoMessage() {}
+
+func (x *TrainingBarrierRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_monolith_ps_ps_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrainingBarrierRequest.ProtoReflect.Descriptor instead.
+func (*TrainingBarrierRequest) Descriptor() ([]byte, []int) {
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *TrainingBarrierRequest) GetOp() TrainingBarrierRequest_Op {
+	if x != nil {
+		return x.Op
+	}
+	return TrainingBarrierRequest_STATUS
+}
+
+func (x *TrainingBarrierRequest) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *TrainingBarrierRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *TrainingBarrierRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type TrainingBarrierResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Placed bool                   `protobuf:"varint,1,opt,name=placed,proto3" json:"placed,omitempty"`
+	Action string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// JOIN: the worker's index.
+	Index int32 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// Joined workers paused at the barrier, and the other joined workers, both ascending.
+	BlockedIndices   []int32 `protobuf:"varint,4,rep,packed,name=blocked_indices,json=blockedIndices,proto3" json:"blocked_indices,omitempty"`
+	UnblockedIndices []int32 `protobuf:"varint,5,rep,packed,name=unblocked_indices,json=unblockedIndices,proto3" json:"unblocked_indices,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TrainingBarrierResponse) Reset() {
+	*x = TrainingBarrierResponse{}
+	mi := &file_monolith_ps_ps_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrainingBarrierResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrainingBarrierResponse) ProtoMessage() {}
+
+func (x *TrainingBarrierResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_monolith_ps_ps_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrainingBarrierResponse.ProtoReflect.Descriptor instead.
+func (*TrainingBarrierResponse) Descriptor() ([]byte, []int) {
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TrainingBarrierResponse) GetPlaced() bool {
+	if x != nil {
+		return x.Placed
+	}
+	return false
+}
+
+func (x *TrainingBarrierResponse) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *TrainingBarrierResponse) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *TrainingBarrierResponse) GetBlockedIndices() []int32 {
+	if x != nil {
+		return x.BlockedIndices
+	}
+	return nil
+}
+
+func (x *TrainingBarrierResponse) GetUnblockedIndices() []int32 {
+	if x != nil {
+		return x.UnblockedIndices
+	}
+	return nil
+}
+
 type SaveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1210,7 +1449,7 @@ type SaveRequest struct {
 
 func (x *SaveRequest) Reset() {
 	*x = SaveRequest{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[17]
+	mi := &file_monolith_ps_ps_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1461,7 @@ func (x *SaveRequest) String() string {
 func (*SaveRequest) ProtoMessage() {}
 
 func (x *SaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[17]
+	mi := &file_monolith_ps_ps_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1474,7 @@ func (x *SaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
 func (*SaveRequest) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{17}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{19}
 }
 
 type SaveResponse struct {
@@ -1248,7 +1487,7 @@ type SaveResponse struct {
 
 func (x *SaveResponse) Reset() {
 	*x = SaveResponse{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[18]
+	mi := &file_monolith_ps_ps_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1499,7 @@ func (x *SaveResponse) String() string {
 func (*SaveResponse) ProtoMessage() {}
 
 func (x *SaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[18]
+	mi := &file_monolith_ps_ps_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1512,7 @@ func (x *SaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveResponse.ProtoReflect.Descriptor instead.
 func (*SaveResponse) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{18}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SaveResponse) GetPath() string {
@@ -1306,7 +1545,7 @@ type FilterConfig struct {
 
 func (x *FilterConfig) Reset() {
 	*x = FilterConfig{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[19]
+	mi := &file_monolith_ps_ps_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1557,7 @@ func (x *FilterConfig) String() string {
 func (*FilterConfig) ProtoMessage() {}
 
 func (x *FilterConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[19]
+	mi := &file_monolith_ps_ps_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1570,7 @@ func (x *FilterConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterConfig.ProtoReflect.Descriptor instead.
 func (*FilterConfig) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{19}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FilterConfig) GetType() FilterConfig_Type {
@@ -1381,7 +1620,7 @@ type TableSpec struct {
 
 func (x *TableSpec) Reset() {
 	*x = TableSpec{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[20]
+	mi := &file_monolith_ps_ps_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1632,7 @@ func (x *TableSpec) String() string {
 func (*TableSpec) ProtoMessage() {}
 
 func (x *TableSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[20]
+	mi := &file_monolith_ps_ps_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1645,7 @@ func (x *TableSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableSpec.ProtoReflect.Descriptor instead.
 func (*TableSpec) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{20}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TableSpec) GetName() string {
@@ -1446,7 +1685,7 @@ type TablesConfig struct {
 
 func (x *TablesConfig) Reset() {
 	*x = TablesConfig{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[21]
+	mi := &file_monolith_ps_ps_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1697,7 @@ func (x *TablesConfig) String() string {
 func (*TablesConfig) ProtoMessage() {}
 
 func (x *TablesConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[21]
+	mi := &file_monolith_ps_ps_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1710,7 @@ func (x *TablesConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TablesConfig.ProtoReflect.Descriptor instead.
 func (*TablesConfig) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{21}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TablesConfig) GetTables() []*TableSpec {
@@ -1495,7 +1734,7 @@ type CheckpointManifest struct {
 
 func (x *CheckpointManifest) Reset() {
 	*x = CheckpointManifest{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[22]
+	mi := &file_monolith_ps_ps_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1746,7 @@ func (x *CheckpointManifest) String() string {
 func (*CheckpointManifest) ProtoMessage() {}
 
 func (x *CheckpointManifest) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[22]
+	mi := &file_monolith_ps_ps_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1759,7 @@ func (x *CheckpointManifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointManifest.ProtoReflect.Descriptor instead.
 func (*CheckpointManifest) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{22}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CheckpointManifest) GetFormatVersion() int32 {
@@ -1586,7 +1825,7 @@ type CheckpointTable struct {
 
 func (x *CheckpointTable) Reset() {
 	*x = CheckpointTable{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[23]
+	mi := &file_monolith_ps_ps_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1837,7 @@ func (x *CheckpointTable) String() string {
 func (*CheckpointTable) ProtoMessage() {}
 
 func (x *CheckpointTable) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[23]
+	mi := &file_monolith_ps_ps_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1850,7 @@ func (x *CheckpointTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointTable.ProtoReflect.Descriptor instead.
 func (*CheckpointTable) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{23}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CheckpointTable) GetName() string {
@@ -1751,13 +1990,14 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"generation\x18\x03 \x01(\x03R\n" +
 	"generation\"2\n" +
 	"\x12HealthCheckRequest\x12\x1c\n" +
-	"\tcomponent\x18\x01 \x01(\tR\tcomponent\"\xa6\x01\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\"\xda\x01\n" +
 	"\x13HealthCheckResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1b\n" +
 	"\trss_bytes\x18\x04 \x01(\x03R\brssBytes\x12&\n" +
-	"\x0fmem_limit_bytes\x18\x05 \x01(\x03R\rmemLimitBytes\"A\n" +
+	"\x0fmem_limit_bytes\x18\x05 \x01(\x03R\rmemLimitBytes\x122\n" +
+	"\x15machine_health_result\x18\x06 \x01(\fR\x13machineHealthResult\"A\n" +
 	"\x0fGetStatsRequest\x12.\n" +
 	"\x13include_table_stats\x18\x01 \x01(\bR\x11includeTableStats\"\xb1\x01\n" +
 	"\n" +
@@ -1789,10 +2029,33 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x11GlobalStepRequest\x12\x1c\n" +
 	"\tincrement\x18\x01 \x01(\x03R\tincrement\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"F\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"\x94\x01\n" +
 	"\x12GlobalStepResponse\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x1c\n" +
-	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"\r\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\x12%\n" +
+	"\x0ebarrier_placed\x18\x03 \x01(\bR\rbarrierPlaced\x12%\n" +
+	"\x0ebarrier_action\x18\x04 \x01(\tR\rbarrierAction\"\xe5\x01\n" +
+	"\x16TrainingBarrierRequest\x126\n" +
+	"\x02op\x18\x01 \x01(\x0e2&.monolith.ps.TrainingBarrierRequest.OpR\x02op\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"F\n" +
+	"\x02Op\x12\n" +
+	"\n" +
+	"\x06STATUS\x10\x00\x12\b\n" +
+	"\x04JOIN\x10\x01\x12\t\n" +
+	"\x05LEAVE\x10\x02\x12\t\n" +
+	"\x05PLACE\x10\x03\x12\n" +
+	"\n" +
+	"\x06REMOVE\x10\x04\x12\b\n" +
+	"\x04WAIT\x10\x05\"\xb5\x01\n" +
+	"\x17TrainingBarrierResponse\x12\x16\n" +
+	"\x06placed\x18\x01 \x01(\bR\x06placed\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\x12'\n" +
+	"\x0fblocked_indices\x18\x04 \x03(\x05R\x0eblockedIndices\x12+\n" +
+	"\x11unblocked_indices\x18\x05 \x03(\x05R\x10unblockedIndices\"\r\n" +
 	"\vSaveRequest\"<\n" +
 	"\fSaveResponse\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
@@ -1837,7 +2100,7 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\ffilter_bytes\x18\t \x01(\x04R\vfilterBytes\x12#\n" +
 	"\rfilter_crc32c\x18\n" +
 	" \x01(\aR\ffilterCrc32c\x12E\n" +
-	"\x06config\x18\v \x01(\v2-.monolith.hash_table.EmbeddingHashTableConfigR\x06config2\xd8\x05\n" +
+	"\x06config\x18\v \x01(\v2-.monolith.hash_table.EmbeddingHashTableConfigR\x06config2\xb6\x06\n" +
 	"\x0fParameterServer\x12A\n" +
 	"\x06Lookup\x12\x1a.monolith.ps.LookupRequest\x1a\x1b.monolith.ps.LookupResponse\x12Y\n" +
 	"\x0eApplyGradients\x12\".monolith.ps.ApplyGradientsRequest\x1a#.monolith.ps.ApplyGradientsResponse\x12D\n" +
@@ -1848,7 +2111,8 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x13BatchApplyGradients\x12'.monolith.ps.BatchApplyGradientsRequest\x1a(.monolith.ps.BatchApplyGradientsResponse\x12;\n" +
 	"\x04Save\x12\x18.monolith.ps.SaveRequest\x1a\x19.monolith.ps.SaveResponse\x12M\n" +
 	"\n" +
-	"GlobalStep\x12\x1e.monolith.ps.GlobalStepRequest\x1a\x1f.monolith.ps.GlobalStepResponseB.Z,github.com/monolith-go/monolith/schemas/pspbb\x06proto3"
+	"GlobalStep\x12\x1e.monolith.ps.GlobalStepRequest\x1a\x1f.monolith.ps.GlobalStepResponse\x12\\\n" +
+	"\x0fTrainingBarrier\x12#.monolith.ps.TrainingBarrierRequest\x1a$.monolith.ps.TrainingBarrierResponseB.Z,github.com/monolith-go/monolith/schemas/pspbb\x06proto3"
 
 var (
 	file_monolith_ps_ps_proto_rawDescOnce sync.Once
@@ -1862,73 +2126,79 @@ func file_monolith_ps_ps_proto_rawDescGZIP() []byte {
 	return file_monolith_ps_ps_proto_rawDescData
 }
 
-var file_monolith_ps_ps_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_monolith_ps_ps_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_monolith_ps_ps_proto_goTypes = []any{
-	(FilterConfig_Type)(0),                            // 0: monolith.ps.FilterConfig.Type
-	(*LookupRequest)(nil),                             // 1: monolith.ps.LookupRequest
-	(*LookupResponse)(nil),                            // 2: monolith.ps.LookupResponse
-	(*ApplyGradientsRequest)(nil),                     // 3: monolith.ps.ApplyGradientsRequest
-	(*ApplyGradientsResponse)(nil),                    // 4: monolith.ps.ApplyGradientsResponse
-	(*BarrierRequest)(nil),                            // 5: monolith.ps.BarrierRequest
-	(*BarrierResponse)(nil),                           // 6: monolith.ps.BarrierResponse
-	(*HealthCheckRequest)(nil),                        // 7: monolith.ps.HealthCheckRequest
-	(*HealthCheckResponse)(nil),                       // 8: monolith.ps.HealthCheckResponse
-	(*GetStatsRequest)(nil),                           // 9: monolith.ps.GetStatsRequest
-	(*TableStats)(nil),                                // 10: monolith.ps.TableStats
-	(*GetStatsResponse)(nil),                          // 11: monolith.ps.GetStatsResponse
-	(*BatchLookupRequest)(nil),                        // 12: monolith.ps.BatchLookupRequest
-	(*BatchLookupResponse)(nil),                       // 13: monolith.ps.BatchLookupResponse
-	(*BatchApplyGradientsRequest)(nil),                // 14: monolith.ps.BatchApplyGradientsRequest
-	(*BatchApplyGradientsResponse)(nil),               // 15: monolith.ps.BatchApplyGradientsResponse
-	(*GlobalStepRequest)(nil),                         // 16: monolith.ps.GlobalStepRequest
-	(*GlobalStepResponse)(nil),                        // 17: monolith.ps.GlobalStepResponse
-	(*SaveRequest)(nil),                               // 18: monolith.ps.SaveRequest
-	(*SaveResponse)(nil),                              // 19: monolith.ps.SaveResponse
-	(*FilterConfig)(nil),                              // 20: monolith.ps.FilterConfig
-	(*TableSpec)(nil),                                 // 21: monolith.ps.TableSpec
-	(*TablesConfig)(nil),                              // 22: monolith.ps.TablesConfig
-	(*CheckpointManifest)(nil),                        // 23: monolith.ps.CheckpointManifest
-	(*CheckpointTable)(nil),                           // 24: monolith.ps.CheckpointTable
-	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 25: monolith.hash_table.EmbeddingHashTableConfig
-	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 26: monolith.hash_table.SlotOccurrenceThresholdConfig
+	(TrainingBarrierRequest_Op)(0),                    // 0: monolith.ps.TrainingBarrierRequest.Op
+	(FilterConfig_Type)(0),                            // 1: monolith.ps.FilterConfig.Type
+	(*LookupRequest)(nil),                             // 2: monolith.ps.LookupRequest
+	(*LookupResponse)(nil),                            // 3: monolith.ps.LookupResponse
+	(*ApplyGradientsRequest)(nil),                     // 4: monolith.ps.ApplyGradientsRequest
+	(*ApplyGradientsResponse)(nil),                    // 5: monolith.ps.ApplyGradientsResponse
+	(*BarrierRequest)(nil),                            // 6: monolith.ps.BarrierRequest
+	(*BarrierResponse)(nil),                           // 7: monolith.ps.BarrierResponse
+	(*HealthCheckRequest)(nil),                        // 8: monolith.ps.HealthCheckRequest
+	(*HealthCheckResponse)(nil),                       // 9: monolith.ps.HealthCheckResponse
+	(*GetStatsRequest)(nil),                           // 10: monolith.ps.GetStatsRequest
+	(*TableStats)(nil),                                // 11: monolith.ps.TableStats
+	(*GetStatsResponse)(nil),                          // 12: monolith.ps.GetStatsResponse
+	(*BatchLookupRequest)(nil),                        // 13: monolith.ps.BatchLookupRequest
+	(*BatchLookupResponse)(nil),                       // 14: monolith.ps.BatchLookupResponse
+	(*BatchApplyGradientsRequest)(nil),                // 15: monolith.ps.BatchApplyGradientsRequest
+	(*BatchApplyGradientsResponse)(nil),               // 16: monolith.ps.BatchApplyGradientsResponse
+	(*GlobalStepRequest)(nil),                         // 17: monolith.ps.GlobalStepRequest
+	(*GlobalStepResponse)(nil),                        // 18: monolith.ps.GlobalStepResponse
+	(*TrainingBarrierRequest)(nil),                    // 19: monolith.ps.TrainingBarrierRequest
+	(*TrainingBarrierResponse)(nil),                   // 20: monolith.ps.TrainingBarrierResponse
+	(*SaveRequest)(nil),                               // 21: monolith.ps.SaveRequest
+	(*SaveResponse)(nil),                              // 22: monolith.ps.SaveResponse
+	(*FilterConfig)(nil),                              // 23: monolith.ps.FilterConfig
+	(*TableSpec)(nil),                                 // 24: monolith.ps.TableSpec
+	(*TablesConfig)(nil),                              // 25: monolith.ps.TablesConfig
+	(*CheckpointManifest)(nil),                        // 26: monolith.ps.CheckpointManifest
+	(*CheckpointTable)(nil),                           // 27: monolith.ps.CheckpointTable
+	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 28: monolith.hash_table.EmbeddingHashTableConfig
+	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 29: monolith.hash_table.SlotOccurrenceThresholdConfig
 }
 var file_monolith_ps_ps_proto_depIdxs = []int32{
-	10, // 0: monolith.ps.GetStatsResponse.tables:type_name -> monolith.ps.TableStats
-	1,  // 1: monolith.ps.BatchLookupRequest.requests:type_name -> monolith.ps.LookupRequest
-	2,  // 2: monolith.ps.BatchLookupResponse.responses:type_name -> monolith.ps.LookupResponse
-	3,  // 3: monolith.ps.BatchApplyGradientsRequest.requests:type_name -> monolith.ps.ApplyGradientsRequest
-	4,  // 4: monolith.ps.BatchApplyGradientsResponse.responses:type_name -> monolith.ps.ApplyGradientsResponse
-	0,  // 5: monolith.ps.FilterConfig.type:type_name -> monolith.ps.FilterConfig.Type
-	25, // 6: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
-	26, // 7: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
-	20, // 8: monolith.ps.TableSpec.filter:type_name -> monolith.ps.FilterConfig
-	21, // 9: monolith.ps.TablesConfig.tables:type_name -> monolith.ps.TableSpec
-	24, // 10: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
-	25, // 11: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
-	1,  // 12: monolith.ps.ParameterServer.Lookup:input_type -> monolith.ps.LookupRequest
-	3,  // 13: monolith.ps.ParameterServer.ApplyGradients:input_type -> monolith.ps.ApplyGradientsRequest
-	5,  // 14: monolith.ps.ParameterServer.Barrier:input_type -> monolith.ps.BarrierRequest
-	7,  // 15: monolith.ps.ParameterServer.HealthCheck:input_type -> monolith.ps.HealthCheckRequest
-	9,  // 16: monolith.ps.ParameterServer.GetStats:input_type -> monolith.ps.GetStatsRequest
-	12, // 17: monolith.ps.ParameterServer.BatchLookup:input_type -> monolith.ps.BatchLookupRequest
-	14, // 18: monolith.ps.ParameterServer.BatchApplyGradients:input_type -> monolith.ps.BatchApplyGradientsRequest
-	18, // 19: monolith.ps.ParameterServer.Save:input_type -> monolith.ps.SaveRequest
-	16, // 20: monolith.ps.ParameterServer.GlobalStep:input_type -> monolith.ps.GlobalStepRequest
-	2,  // 21: monolith.ps.ParameterServer.Lookup:output_type -> monolith.ps.LookupResponse
-	4,  // 22: monolith.ps.ParameterServer.ApplyGradients:output_type -> monolith.ps.ApplyGradientsResponse
-	6,  // 23: monolith.ps.ParameterServer.Barrier:output_type -> monolith.ps.BarrierResponse
-	8,  // 24: monolith.ps.ParameterServer.HealthCheck:output_type -> monolith.ps.HealthCheckResponse
-	11, // 25: monolith.ps.ParameterServer.GetStats:output_type -> monolith.ps.GetStatsResponse
-	13, // 26: monolith.ps.ParameterServer.BatchLookup:output_type -> monolith.ps.BatchLookupResponse
-	15, // 27: monolith.ps.ParameterServer.BatchApplyGradients:output_type -> monolith.ps.BatchApplyGradientsResponse
-	19, // 28: monolith.ps.ParameterServer.Save:output_type -> monolith.ps.SaveResponse
-	17, // 29: monolith.ps.ParameterServer.GlobalStep:output_type -> monolith.ps.GlobalStepResponse
-	21, // [21:30] is the sub-list for method output_type
-	12, // [12:21] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	11, // 0: monolith.ps.GetStatsResponse.tables:type_name -> monolith.ps.TableStats
+	2,  // 1: monolith.ps.BatchLookupRequest.requests:type_name -> monolith.ps.LookupRequest
+	3,  // 2: monolith.ps.BatchLookupResponse.responses:type_name -> monolith.ps.LookupResponse
+	4,  // 3: monolith.ps.BatchApplyGradientsRequest.requests:type_name -> monolith.ps.ApplyGradientsRequest
+	5,  // 4: monolith.ps.BatchApplyGradientsResponse.responses:type_name -> monolith.ps.ApplyGradientsResponse
+	0,  // 5: monolith.ps.TrainingBarrierRequest.op:type_name -> monolith.ps.TrainingBarrierRequest.Op
+	1,  // 6: monolith.ps.FilterConfig.type:type_name -> monolith.ps.FilterConfig.Type
+	28, // 7: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	29, // 8: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
+	23, // 9: monolith.ps.TableSpec.filter:type_name -> monolith.ps.FilterConfig
+	24, // 10: monolith.ps.TablesConfig.tables:type_name -> monolith.ps.TableSpec
+	27, // 11: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
+	28, // 12: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	2,  // 13: monolith.ps.ParameterServer.Lookup:input_type -> monolith.ps.LookupRequest
+	4,  // 14: monolith.ps.ParameterServer.ApplyGradients:input_type -> monolith.ps.ApplyGradientsRequest
+	6,  // 15: monolith.ps.ParameterServer.Barrier:input_type -> monolith.ps.BarrierRequest
+	8,  // 16: monolith.ps.ParameterServer.HealthCheck:input_type -> monolith.ps.HealthCheckRequest
+	10, // 17: monolith.ps.ParameterServer.GetStats:input_type -> monolith.ps.GetStatsRequest
+	13, // 18: monolith.ps.ParameterServer.BatchLookup:input_type -> monolith.ps.BatchLookupRequest
+	15, // 19: monolith.ps.ParameterServer.BatchApplyGradients:input_type -> monolith.ps.BatchApplyGradientsRequest
+	21, // 20: monolith.ps.ParameterServer.Save:input_type -> monolith.ps.SaveRequest
+	17, // 21: monolith.ps.ParameterServer.GlobalStep:input_type -> monolith.ps.GlobalStepRequest
+	19, // 22: monolith.ps.ParameterServer.TrainingBarrier:input_type -> monolith.ps.TrainingBarrierRequest
+	3,  // 23: monolith.ps.ParameterServer.Lookup:output_type -> monolith.ps.LookupResponse
+	5,  // 24: monolith.ps.ParameterServer.ApplyGradients:output_type -> monolith.ps.ApplyGradientsResponse
+	7,  // 25: monolith.ps.ParameterServer.Barrier:output_type -> monolith.ps.BarrierResponse
+	9,  // 26: monolith.ps.ParameterServer.HealthCheck:output_type -> monolith.ps.HealthCheckResponse
+	12, // 27: monolith.ps.ParameterServer.GetStats:output_type -> monolith.ps.GetStatsResponse
+	14, // 28: monolith.ps.ParameterServer.BatchLookup:output_type -> monolith.ps.BatchLookupResponse
+	16, // 29: monolith.ps.ParameterServer.BatchApplyGradients:output_type -> monolith.ps.BatchApplyGradientsResponse
+	22, // 30: monolith.ps.ParameterServer.Save:output_type -> monolith.ps.SaveResponse
+	18, // 31: monolith.ps.ParameterServer.GlobalStep:output_type -> monolith.ps.GlobalStepResponse
+	20, // 32: monolith.ps.ParameterServer.TrainingBarrier:output_type -> monolith.ps.TrainingBarrierResponse
+	23, // [23:33] is the sub-list for method output_type
+	13, // [13:23] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_monolith_ps_ps_proto_init() }
@@ -1941,8 +2211,8 @@ func file_monolith_ps_ps_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_monolith_ps_ps_proto_rawDesc), len(file_monolith_ps_ps_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   24,
+			NumEnums:      2,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,7 @@ const (
 	ParameterServer_BatchApplyGradients_FullMethodName = "/monolith.ps.ParameterServer/BatchApplyGradients"
 	ParameterServer_Save_FullMethodName                = "/monolith.ps.ParameterServer/Save"
 	ParameterServer_GlobalStep_FullMethodName          = "/monolith.ps.ParameterServer/GlobalStep"
+	ParameterServer_TrainingBarrier_FullMethodName     = "/monolith.ps.ParameterServer/TrainingBarrier"
 )
 
 // ParameterServerClient is the client API for ParameterServer service.
@@ -60,6 +61,10 @@ type ParameterServerClient interface {
 	// Adds to the shard's global step counter and returns it (Monolith's global_step
 	// variable, which lives on PS 0); increment 0 reads it.
 	GlobalStep(ctx context.Context, in *GlobalStepRequest, opts ...grpc.CallOption) (*GlobalStepResponse, error)
+	// The training barrier (Monolith's BarrierOp, spec/serving-and-control.md §2.2): the
+	// controller places and removes it, workers join, and pause at a step boundary while it
+	// is placed. Clients use the one on shard 0.
+	TrainingBarrier(ctx context.Context, in *TrainingBarrierRequest, opts ...grpc.CallOption) (*TrainingBarrierResponse, error)
 }
 
 type parameterServerClient struct {
@@ -160,6 +165,16 @@ func (c *parameterServerClient) GlobalStep(ctx context.Context, in *GlobalStepRe
 	return out, nil
 }
 
+func (c *parameterServerClient) TrainingBarrier(ctx context.Context, in *TrainingBarrierRequest, opts ...grpc.CallOption) (*TrainingBarrierResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrainingBarrierResponse)
+	err := c.cc.Invoke(ctx, ParameterServer_TrainingBarrier_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ParameterServerServer is the server API for ParameterServer service.
 // All implementations must embed UnimplementedParameterServerServer
 // for forward compatibility.
@@ -183,6 +198,10 @@ type ParameterServerServer interface {
 	// Adds to the shard's global step counter and returns it (Monolith's global_step
 	// variable, which lives on PS 0); increment 0 reads it.
 	GlobalStep(context.Context, *GlobalStepRequest) (*GlobalStepResponse, error)
+	// The training barrier (Monolith's BarrierOp, spec/serving-and-control.md §2.2): the
+	// controller places and removes it, workers join, and pause at a step boundary while it
+	// is placed. Clients use the one on shard 0.
+	TrainingBarrier(context.Context, *TrainingBarrierRequest) (*TrainingBarrierResponse, error)
 	mustEmbedUnimplementedParameterServerServer()
 }
 
@@ -219,6 +238,9 @@ func (UnimplementedParameterServerServer) Save(context.Context, *SaveRequest) (*
 }
 func (UnimplementedParameterServerServer) GlobalStep(context.Context, *GlobalStepRequest) (*GlobalStepResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GlobalStep not implemented")
+}
+func (UnimplementedParameterServerServer) TrainingBarrier(context.Context, *TrainingBarrierRequest) (*TrainingBarrierResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TrainingBarrier not implemented")
 }
 func (UnimplementedParameterServerServer) mustEmbedUnimplementedParameterServerServer() {}
 func (UnimplementedParameterServerServer) testEmbeddedByValue()                         {}
@@ -403,6 +425,24 @@ func _ParameterServer_GlobalStep_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ParameterServer_TrainingBarrier_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrainingBarrierRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ParameterServerServer).TrainingBarrier(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ParameterServer_TrainingBarrier_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ParameterServerServer).TrainingBarrier(ctx, req.(*TrainingBarrierRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ParameterServer_ServiceDesc is the grpc.ServiceDesc for ParameterServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -445,6 +485,10 @@ var ParameterServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GlobalStep",
 			Handler:    _ParameterServer_GlobalStep_Handler,
+		},
+		{
+			MethodName: "TrainingBarrier",
+			Handler:    _ParameterServer_TrainingBarrier_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/ps/pause"
 	pb "github.com/monolith-go/monolith/schemas/controllerpb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
@@ -35,120 +37,139 @@ import (
 // AddrFile is the file in the model directory that holds the controller's address.
 const AddrFile = "controller_server_addr.txt"
 
-// ErrAlreadyPlaced reports a barrier placed twice.
-var ErrAlreadyPlaced = errors.New("barrier is placed already")
+// ActionStop is the barrier action that ends training instead of pausing it: a worker that
+// meets it at a step boundary stops (Monolith's ControllerHook "Stop"). The PS health
+// checker places it.
+const ActionStop = "Stop"
 
-// Barrier is the BarrierOp: a placed flag with its action, and one blocked flag per worker.
-// Its methods are safe for concurrent use.
-type Barrier struct {
-	mu        sync.Mutex
-	placed    bool
-	action    string
-	blocked   []bool
-	removed   chan struct{} // closed when the barrier is removed; replaced at Place
-	callbacks []func(action string)
+// Barrier is the controller's side of the training barrier: the PS-hosted one
+// (ps/client.TrainingBarrier) or a Local one.
+type Barrier interface {
+	// Place places the barrier; an error wrapping pause.ErrAlreadyPlaced when it is placed.
+	Place(ctx context.Context, action string) error
+	// Remove removes it.
+	Remove(ctx context.Context) error
+	// Status is the barrier's state and the joined workers' block status.
+	Status(ctx context.Context) (pause.Status, error)
 }
 
-// NewBarrier returns a removed barrier for capacity workers (indices 0 … capacity-1).
-func NewBarrier(capacity int) (*Barrier, error) {
-	if capacity <= 0 {
-		return nil, fmt.Errorf("controller: barrier capacity %d is not positive", capacity)
-	}
-	r := make(chan struct{})
-	close(r)
-	return &Barrier{blocked: make([]bool, capacity), removed: r}, nil
+// WorkerBarrier is a worker's side of the training barrier.
+type WorkerBarrier interface {
+	// Join adds a worker and returns its index and the barrier's state.
+	Join(ctx context.Context) (int, pause.Status, error)
+	// WaitOnce pauses worker i for at most a few seconds: it returns placed false once the
+	// barrier is removed, else placed true and the current action.
+	WaitOnce(ctx context.Context, i int) (placed bool, action string, err error)
+	// Leave frees index i.
+	Leave(ctx context.Context, i int) error
 }
 
-// Capacity is the number of workers.
-func (b *Barrier) Capacity() int { return len(b.blocked) }
+// Local is an in-process training barrier for both sides.
+type Local struct{ B *pause.Barrier }
 
-// OnAction registers a callback run with the action when the barrier is placed and when a
-// worker starts waiting.
-func (b *Barrier) OnAction(fn func(action string)) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.callbacks = append(b.callbacks, fn)
+// NewLocal returns a removed Local barrier with no workers.
+func NewLocal() Local { return Local{B: pause.New()} }
+
+// localHold is how long a Local WaitOnce waits.
+const localHold = 5 * time.Second
+
+// Place places the barrier.
+func (l Local) Place(_ context.Context, action string) error { return l.B.Place(action) }
+
+// Remove removes the barrier.
+func (l Local) Remove(context.Context) error { l.B.Remove(); return nil }
+
+// Status returns a snapshot.
+func (l Local) Status(context.Context) (pause.Status, error) { return l.B.Status(), nil }
+
+// Join joins a worker.
+func (l Local) Join(context.Context) (int, pause.Status, error) { return l.B.Join(), l.B.Status(), nil }
+
+// WaitOnce waits at most localHold.
+func (l Local) WaitOnce(ctx context.Context, i int) (bool, string, error) {
+	return l.B.Wait(ctx, i, localHold)
 }
 
-// Place places the barrier with action; ErrAlreadyPlaced when it is placed.
-func (b *Barrier) Place(action string) error {
-	b.mu.Lock()
-	if b.placed {
-		b.mu.Unlock()
-		return ErrAlreadyPlaced
-	}
-	b.placed, b.action, b.removed = true, action, make(chan struct{})
-	cbs := append([]func(string){}, b.callbacks...)
-	b.mu.Unlock()
-	for _, cb := range cbs {
-		cb(action)
-	}
-	return nil
+// Leave frees index i.
+func (l Local) Leave(_ context.Context, i int) error { return l.B.Leave(i) }
+
+// Gate is one worker's step boundary (BarrierHook): it records the barrier state the
+// worker learns with each global step, and at the next boundary pauses the worker while
+// the barrier is placed. Its methods are safe for concurrent use by the worker's trainers;
+// one of them waits for all.
+type Gate struct {
+	b      WorkerBarrier
+	index  int
+	placed atomic.Bool
+	action atomic.Pointer[string]
+	mu     sync.Mutex // held by the trainer that waits
+	// OnAction, when set, runs with the action before the worker pauses (the barrier
+	// callbacks of BarrierOp).
+	OnAction func(action string)
 }
 
-// Remove removes the barrier (nothing happens when it is not placed).
-func (b *Barrier) Remove() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.placed {
-		b.placed = false
-		close(b.removed)
+// JoinGate joins b and returns the worker's gate.
+func JoinGate(ctx context.Context, b WorkerBarrier) (*Gate, error) {
+	i, st, err := b.Join(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("controller: join the training barrier: %w", err)
 	}
+	g := &Gate{b: b, index: i}
+	g.Observe(st.Placed, st.Action)
+	return g, nil
 }
 
-// Placed reports whether the barrier is placed.
-func (b *Barrier) Placed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.placed
+// Index is the worker's index in the barrier.
+func (g *Gate) Index() int { return g.index }
+
+// Observe records the barrier state the worker learned (with a global step).
+func (g *Gate) Observe(placed bool, action string) {
+	if placed {
+		g.action.Store(&action)
+	}
+	g.placed.Store(placed)
 }
 
-// Wait is a worker's step boundary: when the barrier is placed it marks worker index
-// blocked, runs the callbacks with the action and waits until the barrier is removed or
-// ctx ends; then it clears the mark. It returns at once when the barrier is not placed.
-func (b *Barrier) Wait(ctx context.Context, index int) error {
-	b.mu.Lock()
-	if index < 0 || index >= len(b.blocked) {
-		b.mu.Unlock()
-		return fmt.Errorf("controller: worker index %d outside 0…%d", index, len(b.blocked)-1)
-	}
-	if !b.placed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.blocked[index] = true
-	action, removed := b.action, b.removed
-	cbs := append([]func(string){}, b.callbacks...)
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.blocked[index] = false
-		b.mu.Unlock()
-	}()
-	for _, cb := range cbs {
-		cb(action)
-	}
-	select {
-	case <-removed:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
+// Placed reports whether the worker last saw the barrier placed.
+func (g *Gate) Placed() bool { return g.placed.Load() }
 
-// BlockStatus lists the blocked and the other workers, ascending.
-func (b *Barrier) BlockStatus() (blocked, unblocked []int32) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, v := range b.blocked {
-		if v {
-			blocked = append(blocked, int32(i))
-		} else {
-			unblocked = append(unblocked, int32(i))
+// Boundary is the step boundary: while the barrier is placed the worker pauses here. It
+// returns stop true when the action is ActionStop (the worker must stop training), and an
+// error when ctx ends or the barrier cannot be reached.
+func (g *Gate) Boundary(ctx context.Context) (stop bool, err error) {
+	if !g.placed.Load() {
+		return false, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	action := ""
+	if a := g.action.Load(); a != nil {
+		action = *a
+	}
+	for g.placed.Load() {
+		if action == ActionStop {
+			return true, nil
+		}
+		if g.OnAction != nil {
+			g.OnAction(action)
+		}
+		placed, a, err := g.b.WaitOnce(ctx, g.index)
+		if err != nil {
+			return false, fmt.Errorf("controller: worker %d at the training barrier: %w", g.index, err)
+		}
+		g.Observe(placed, a)
+		action = a
+		if placed {
+			if err := context.Cause(ctx); err != nil {
+				return false, err
+			}
 		}
 	}
-	return blocked, unblocked
+	return false, nil
 }
+
+// Close leaves the barrier.
+func (g *Gate) Close(ctx context.Context) error { return g.b.Leave(ctx, g.index) }
 
 // Trainer is what the controller asks of the training job.
 type Trainer interface {
@@ -161,19 +182,20 @@ type Trainer interface {
 // Server is the /Controller gRPC service of one training job.
 type Server struct {
 	pb.UnimplementedControllerServer
-	barrier *Barrier
-	trainer Trainer
-	log     *slog.Logger
-	lis     net.Listener
-	srv     *grpc.Server
-	done    chan struct{}
-	once    sync.Once
+	barrier  Barrier
+	trainer  Trainer
+	modelDir string
+	log      *slog.Logger
+	lis      net.Listener
+	srv      *grpc.Server
+	done     chan struct{}
+	once     sync.Once
 }
 
 // Serve binds listen ("127.0.0.1:0" when empty), serves the controller in a goroutine and
 // writes its address atomically to {modelDir}/controller_server_addr.txt (creating
 // modelDir).
-func Serve(listen, modelDir string, barrier *Barrier, trainer Trainer, log *slog.Logger) (*Server, error) {
+func Serve(listen, modelDir string, barrier Barrier, trainer Trainer, log *slog.Logger) (*Server, error) {
 	if barrier == nil || trainer == nil {
 		return nil, errors.New("controller: Serve needs a barrier and a trainer")
 	}
@@ -187,7 +209,7 @@ func Serve(listen, modelDir string, barrier *Barrier, trainer Trainer, log *slog
 	if err != nil {
 		return nil, fmt.Errorf("controller: listen %s: %w", listen, err)
 	}
-	s := &Server{barrier: barrier, trainer: trainer, log: log, lis: lis, srv: grpc.NewServer(), done: make(chan struct{})}
+	s := &Server{barrier: barrier, trainer: trainer, modelDir: modelDir, log: log, lis: lis, srv: grpc.NewServer(), done: make(chan struct{})}
 	pb.RegisterControllerServer(s.srv, s)
 	if err := writeAddr(modelDir, lis.Addr().String()); err != nil {
 		_ = lis.Close()
@@ -215,9 +237,15 @@ func writeAddr(modelDir, addr string) error {
 // Addr is the bound address.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 
-// Stop stops serving, letting calls in flight finish for up to grace (the reference: 20 s).
+// Stop stops serving, letting calls in flight finish for up to grace (the reference: 20 s),
+// and removes the address file when it still names this server, so that ctl reports no
+// running job instead of a refused connection.
 func (s *Server) Stop(grace time.Duration) {
 	s.once.Do(func() {
+		path := filepath.Join(s.modelDir, AddrFile)
+		if b, err := os.ReadFile(path); err == nil && string(b) == s.Addr() {
+			_ = os.Remove(path)
+		}
 		t := time.AfterFunc(grace, s.srv.Stop)
 		s.srv.GracefulStop()
 		t.Stop()
@@ -226,25 +254,33 @@ func (s *Server) Stop(grace time.Duration) {
 }
 
 // StopTraining places the barrier.
-func (s *Server) StopTraining(context.Context, *pb.StopTrainingRequest) (*pb.StopTrainingResponse, error) {
-	if err := s.barrier.Place(""); err != nil {
+func (s *Server) StopTraining(ctx context.Context, _ *pb.StopTrainingRequest) (*pb.StopTrainingResponse, error) {
+	switch err := s.barrier.Place(ctx, ""); {
+	case errors.Is(err, pause.ErrAlreadyPlaced):
 		return nil, status.Error(codes.AlreadyExists, "Barrier is placed already.")
+	case err != nil:
+		return nil, status.Errorf(codes.Unavailable, "place the barrier: %v", err)
 	}
 	s.log.Info("controller: training stopped (barrier placed)")
 	return &pb.StopTrainingResponse{}, nil
 }
 
 // ResumeTraining removes the barrier.
-func (s *Server) ResumeTraining(context.Context, *pb.ResumeTrainingRequest) (*pb.ResumeTrainingResponse, error) {
-	s.barrier.Remove()
+func (s *Server) ResumeTraining(ctx context.Context, _ *pb.ResumeTrainingRequest) (*pb.ResumeTrainingResponse, error) {
+	if err := s.barrier.Remove(ctx); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "remove the barrier: %v", err)
+	}
 	s.log.Info("controller: training resumed (barrier removed)")
 	return &pb.ResumeTrainingResponse{}, nil
 }
 
 // GetBlockStatus lists the paused workers.
-func (s *Server) GetBlockStatus(context.Context, *pb.GetBlockStatusRequest) (*pb.GetBlockStatusResponse, error) {
-	b, u := s.barrier.BlockStatus()
-	return &pb.GetBlockStatusResponse{BlockedIndices: b, UnblockedIndices: u}, nil
+func (s *Server) GetBlockStatus(ctx context.Context, _ *pb.GetBlockStatusRequest) (*pb.GetBlockStatusResponse, error) {
+	st, err := s.barrier.Status(ctx)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "barrier status: %v", err)
+	}
+	return &pb.GetBlockStatusResponse{BlockedIndices: st.Blocked, UnblockedIndices: st.Unblocked}, nil
 }
 
 // SaveCheckpoint writes a checkpoint.

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/monolith-go/monolith/ps/client"
+	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server"
 	pb "github.com/monolith-go/monolith/schemas/controllerpb"
 	"github.com/monolith-go/monolith/schemas/pspb"
@@ -70,9 +71,14 @@ func TestControllerService(t *testing.T) {
 	if _, err := ps.GlobalStep(callCtx(t), 7, "warm-up"); err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBarrier(2)
+	b := ps.TrainingBarrier() // the PS-hosted barrier, for the controller and the workers
+	g0, err := JoinGate(callCtx(t), b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	g1, err := JoinGate(callCtx(t), b)
+	if err != nil || g0.Index() != 0 || g1.Index() != 1 {
+		t.Fatalf("joined as %d and %v (%v), want 0 and 1", g0.Index(), g1, err)
 	}
 	srv, err := Serve("", modelDir, b, PSTrainer{PS: ps}, nil)
 	if err != nil {
@@ -94,8 +100,21 @@ func TestControllerService(t *testing.T) {
 	if _, err := c.StopTraining(callCtx(t), &pb.StopTrainingRequest{}); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("second StopTraining: %v, want AlreadyExists", err)
 	}
+	// Worker 0 learns of the barrier with its next global step and pauses at the boundary
+	// (worker 0 is a worker like any other, C2).
+	gs, err := ps.GlobalStepState(callCtx(t), 1, "")
+	if err != nil || !gs.GetBarrierPlaced() || gs.GetStep() != 8 {
+		t.Fatalf("GlobalStepState after stop = %v, %v; want step 8 with the barrier placed", gs, err)
+	}
+	g0.Observe(gs.GetBarrierPlaced(), gs.GetBarrierAction())
 	waited := make(chan error, 1)
-	go func() { waited <- b.Wait(context.Background(), 0) }() // worker 0 is a worker (C2)
+	go func() {
+		stop, err := g0.Boundary(context.Background())
+		if stop {
+			err = errors.New("Boundary says stop for a pause")
+		}
+		waited <- err
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.GetBlockStatus(callCtx(t), &pb.GetBlockStatusRequest{})
@@ -116,6 +135,9 @@ func TestControllerService(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Errorf("worker wait after resume: %v", err)
 	}
+	if g0.Placed() {
+		t.Error("worker 0 still sees the barrier placed after resume")
+	}
 	st, _ := c.GetBlockStatus(callCtx(t), &pb.GetBlockStatusRequest{})
 	if len(st.GetBlockedIndices()) != 0 || !slices.Equal(st.GetUnblockedIndices(), []int32{0, 1}) {
 		t.Errorf("block status after resume %v", st)
@@ -127,22 +149,38 @@ func TestControllerService(t *testing.T) {
 	if ents, _ := os.ReadDir(ckpt); len(ents) == 0 {
 		t.Error("SaveCheckpoint wrote nothing in the PS checkpoint folder")
 	}
-	gs, err := c.GetTrainingStatus(callCtx(t), &pb.GetTrainingStatusRequest{})
-	if err != nil || gs.GetGlobalStep() != 7 {
-		t.Errorf("GetTrainingStatus = %v, %v; want global step 7", gs, err)
+	ts, err := c.GetTrainingStatus(callCtx(t), &pb.GetTrainingStatusRequest{})
+	if err != nil || ts.GetGlobalStep() != 8 {
+		t.Errorf("GetTrainingStatus = %v, %v; want global step 8", ts, err)
+	}
+	// A leaving worker frees its index; the next one takes the lowest free index.
+	if err := g0.Close(callCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := c.GetBlockStatus(callCtx(t), &pb.GetBlockStatusRequest{}); !slices.Equal(st.GetUnblockedIndices(), []int32{1}) {
+		t.Errorf("block status after worker 0 left: %v", st)
+	}
+	if g, err := JoinGate(callCtx(t), b); err != nil || g.Index() != 0 {
+		t.Errorf("rejoin: %v, %v; want index 0", g, err)
 	}
 }
 
-// TestBarrierPausesWorker ports barrier_ops_test.py: with capacity 2, a placed barrier
+// TestBarrierPausesWorker ports barrier_ops_test.py: with two workers, a placed barrier
 // stops worker 1 after its step, the callback sees the action, removing the barrier lets
-// the worker finish its 5 steps, and no worker is blocked at the end.
+// the worker finish its 5 steps, and no worker is blocked at the end. The ActionStop
+// action stops a worker instead, and a pausing worker gives up when its context ends.
 func TestBarrierPausesWorker(t *testing.T) {
-	b, err := NewBarrier(2)
-	if err != nil {
+	b := NewLocal()
+	ctx := context.Background()
+	if _, err := JoinGate(ctx, b); err != nil { // worker 0, never stepping here
 		t.Fatal(err)
 	}
+	g, err := JoinGate(ctx, b)
+	if err != nil || g.Index() != 1 {
+		t.Fatalf("JoinGate = %v, %v; want index 1", g, err)
+	}
 	var seen atomic.Value
-	b.OnAction(func(a string) { seen.Store(a) })
+	g.OnAction = func(a string) { seen.Store(a) }
 	var steps atomic.Int32
 	placed := make(chan struct{})
 	done := make(chan error, 1)
@@ -152,21 +190,22 @@ func TestBarrierPausesWorker(t *testing.T) {
 			if i == 0 {
 				<-placed
 			}
-			if err := b.Wait(context.Background(), 1); err != nil {
+			g.Observe(b.B.Placed()) // what the step's GlobalStep response says
+			if _, err := g.Boundary(ctx); err != nil {
 				done <- err
 				return
 			}
 		}
 		done <- nil
 	}()
-	if err := b.Place("pause"); err != nil {
+	if err := b.Place(ctx, "pause"); err != nil {
 		t.Fatal(err)
 	}
 	close(placed)
 	deadline := time.Now().Add(10 * time.Second)
-	for blocked, _ := b.BlockStatus(); !slices.Equal(blocked, []int32{1}); blocked, _ = b.BlockStatus() {
+	for st := b.B.Status(); !slices.Equal(st.Blocked, []int32{1}); st = b.B.Status() {
 		if time.Now().After(deadline) {
-			t.Fatal("worker 1 never blocked")
+			t.Fatalf("worker 1 never blocked: %+v", st)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -176,28 +215,36 @@ func TestBarrierPausesWorker(t *testing.T) {
 	if a, _ := seen.Load().(string); a != "pause" {
 		t.Errorf("callback saw action %q", a)
 	}
-	if err := b.Place("again"); !errors.Is(err, ErrAlreadyPlaced) {
+	if err := b.Place(ctx, "again"); !errors.Is(err, pause.ErrAlreadyPlaced) {
 		t.Errorf("second Place: %v", err)
 	}
-	b.Remove()
+	if err := b.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := <-done; err != nil || steps.Load() != 5 {
 		t.Errorf("worker after Remove: %v, %d steps", err, steps.Load())
 	}
-	if blocked, _ := b.BlockStatus(); len(blocked) != 0 {
-		t.Errorf("blocked at the end: %v", blocked)
+	if st := b.B.Status(); len(st.Blocked) != 0 || !slices.Equal(st.Unblocked, []int32{0, 1}) {
+		t.Errorf("status at the end: %+v", st)
 	}
-	if err := b.Wait(context.Background(), 2); err == nil {
-		t.Error("Wait(2) on a barrier of capacity 2 succeeded")
+
+	// ActionStop: the worker stops at the boundary instead of pausing.
+	if err := b.Place(ctx, ActionStop); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := NewBarrier(0); err == nil {
-		t.Error("NewBarrier(0) succeeded")
+	g.Observe(b.B.Placed())
+	if stop, err := g.Boundary(ctx); !stop || err != nil {
+		t.Errorf("Boundary under %q = %v, %v; want stop", ActionStop, stop, err)
 	}
-	// A waiting worker gives up when its context ends.
-	_ = b.Place("")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	b.B.Remove()
+
+	// A pausing worker gives up when its context ends.
+	_ = b.Place(ctx, "")
+	g.Observe(b.B.Placed())
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if err := b.Wait(ctx, 0); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Wait with an ending context: %v", err)
+	if _, err := g.Boundary(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Boundary with an ending context: %v", err)
 	}
 }
 
