@@ -31,6 +31,16 @@
 // 0..Rows-1), looked up with every batch and updated by ApplyGradients with the dense
 // optimizer, like the embeddings.
 //
+// # Control
+//
+// With a model directory (checkpoint.dir) the driver serves the training controller
+// (package controller; monolith ctl). Its barrier lives on PS shard 0: each bundle in
+// progress joins it at StartBundle and leaves at FinishBundle, learns of a placed barrier
+// from the GlobalStep response of its last step, and pauses at its next step boundary after
+// collecting the apply in flight. The driver also polls every shard's HealthCheck (30 s);
+// an unhealthy PS places the barrier with controller.ActionStop, the workers stop, and Run
+// returns ErrPSUnhealthy with Monolith's report.
+//
 // # Checkpoints and evaluation
 //
 // The driver asks the PS to save every checkpoint.every_steps global steps and once at

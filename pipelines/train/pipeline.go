@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -59,17 +60,19 @@ type trainFn struct {
 	stopped bool
 }
 
-func (f *trainFn) Setup(ctx context.Context) error {
+func (f *trainFn) Setup() error {
 	w, err := NewWorker(&f.Job, os.Stderr)
 	if err != nil {
 		return err
 	}
-	if err := w.JoinBarrier(ctx); err != nil {
-		_ = w.Close()
-		return err
-	}
 	f.w = w
 	return nil
+}
+
+// StartBundle joins the training barrier: a bundle in progress is a worker the controller
+// can pause (and lists in GetBlockStatus) until FinishBundle leaves.
+func (f *trainFn) StartBundle(ctx context.Context, _ func(beam.EventTime, []byte)) error {
+	return f.w.JoinBarrier(ctx)
 }
 
 func (f *trainFn) ProcessElement(ctx context.Context, ts beam.EventTime, file string, _ func(beam.EventTime, []byte)) error {
@@ -84,7 +87,7 @@ func (f *trainFn) ProcessElement(ctx context.Context, ts beam.EventTime, file st
 
 func (f *trainFn) FinishBundle(_ context.Context, emit func(beam.EventTime, []byte)) error {
 	st, err := f.w.Flush()
-	if err != nil {
+	if err = errors.Join(err, f.w.LeaveBarrier()); err != nil {
 		return err
 	}
 	b, err := json.Marshal(st)

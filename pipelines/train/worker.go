@@ -125,31 +125,48 @@ func NewWorker(j *Job, progress io.Writer) (*Worker, error) {
 
 // JoinBarrier joins the training barrier of PS shard 0: from then on the worker's
 // trainers pause at their step boundaries while it is placed, and stop under
-// controller.ActionStop.
+// controller.ActionStop. Joining twice changes nothing.
 func (w *Worker) JoinBarrier(ctx context.Context) error {
+	if w.gate != nil {
+		return nil
+	}
 	g, err := controller.JoinGate(ctx, w.ps.TrainingBarrier())
 	if err != nil {
 		return fmt.Errorf("pipelines/train: %w", err)
 	}
+	w.setGate(g)
+	return nil
+}
+
+func (w *Worker) setGate(g *controller.Gate) {
 	w.gate = g
 	for _, t := range w.trainers {
 		t.gate = g
 	}
+}
+
+// leaveTimeout bounds the worker's goodbye to the barrier.
+const leaveTimeout = 5 * time.Second
+
+// LeaveBarrier leaves the training barrier, if joined: the worker's index is free again
+// and GetBlockStatus no longer lists it.
+func (w *Worker) LeaveBarrier() error {
+	if w.gate == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	err := w.gate.Close(ctx)
+	w.setGate(nil)
+	if err != nil {
+		return fmt.Errorf("pipelines/train: leave the training barrier: %w", err)
+	}
 	return nil
 }
 
-// leaveTimeout bounds the worker's goodbye to the barrier at Close.
-const leaveTimeout = 5 * time.Second
-
 // Close leaves the barrier and closes the PS client.
 func (w *Worker) Close() error {
-	var err error
-	if w.gate != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
-		err = w.gate.Close(ctx)
-		cancel()
-	}
-	return errors.Join(err, w.ps.Close())
+	return errors.Join(w.LeaveBarrier(), w.ps.Close())
 }
 
 // note counts one applied step for the progress lines.
