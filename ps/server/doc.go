@@ -71,6 +71,12 @@
 // most 4096 idle ids are kept (least recently used ones are forgotten, which also forgets
 // their num_workers).
 //
+// TrainingBarrier is the training job's pause barrier (package pause; spec/serving-and-
+// control.md §2.2): the controller places and removes it, workers join, leave and WAIT
+// (held at most a minute per call, released by REMOVE or shutdown). GlobalStep responses
+// carry its state, so a worker notices a pause with the step it takes. HealthCheck's
+// machine_health_result is Monolith's serialized MachineHealthResult: empty when healthy.
+//
 // Handlers never panic on input; a panic inside a table is turned into codes.Internal by
 // the gRPC interceptor (direct calls of the handler methods do not recover).
 package server
