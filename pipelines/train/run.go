@@ -12,12 +12,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/monolith-go/monolith/io/beamio"
+	"github.com/monolith-go/monolith/io/fileops"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
@@ -52,6 +54,11 @@ type Options struct {
 	// PSMemLimitBytes is the in-process PS shards' HealthCheck memory limit (0: the
 	// server's default, effectively none).
 	PSMemLimitBytes int64
+	// PredictionDump, when set, is a folder that receives the evaluation's predictions as
+	// Monolith's plain-text prediction dump: part-00000, one "prediction<TAB>label" line per
+	// eval row, written through io/fileops and closed by its close hook at the end of
+	// training.
+	PredictionDump string
 }
 
 // Summary is the result of a run, printed as one JSON line.
@@ -399,6 +406,11 @@ func evaluate(ctx context.Context, c *Config, j Job, loop *Worker, state string,
 		return fmt.Errorf("pipelines/train: eval_input %s holds no rows", c.EvalInput)
 	}
 	sum.EvalExamples = int64(len(preds))
+	if o.PredictionDump != "" {
+		if err := dumpPredictions(o.PredictionDump, preds, labels); err != nil {
+			return err
+		}
+	}
 	auc, err := metrics.AUC(preds, labels)
 	if err != nil {
 		return fmt.Errorf("pipelines/train: eval AUC: %w", err)
@@ -488,4 +500,30 @@ func (s *saver) stop() error {
 	s.cancel()
 	s.wg.Wait()
 	return s.err
+}
+
+// dumpPredictions writes {dir}/part-00000 (Monolith's part-<worker:05d> of worker 0):
+// "prediction\tlabel\n" per row, appended through a fileops.WritableFile that the close
+// hook closes at the end of training.
+func dumpPredictions(dir string, preds, labels []float32) error {
+	f, err := fileops.Open(filepath.Join(dir, "part-00000"))
+	if err != nil {
+		return fmt.Errorf("pipelines/train: prediction dump: %w", err)
+	}
+	hook := fileops.NewCloseHook(f)
+	var line []byte
+	for i, p := range preds {
+		line = strconv.AppendFloat(line[:0], float64(p), 'g', -1, 32)
+		line = append(line, '\t')
+		line = strconv.AppendFloat(line, float64(labels[i]), 'g', -1, 32)
+		line = append(line, '\n')
+		if err := f.Append(line); err != nil {
+			_ = hook.End()
+			return fmt.Errorf("pipelines/train: prediction dump: %w", err)
+		}
+	}
+	if err := hook.End(); err != nil {
+		return fmt.Errorf("pipelines/train: prediction dump: %w", err)
+	}
+	return nil
 }

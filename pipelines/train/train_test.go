@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/io/synth"
 	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
@@ -498,5 +500,38 @@ func TestPSHealthStopsTraining(t *testing.T) {
 				t.Errorf("reported %d times, want once:\n%s", n, logs.String())
 			}
 		})
+	}
+}
+
+// TestPredictionDump: the evaluation's predictions reach part-00000 through io/fileops, one
+// "prediction<TAB>label" line per eval row, in the same order as the metrics saw them.
+func TestPredictionDump(t *testing.T) {
+	dir := t.TempDir()
+	c := plantedData(t, dir, 2000)
+	c.Epochs = 1
+	out := filepath.Join(dir, "dump", "preds")
+	sum, err := Run(context.Background(), c, Options{Loop: true, PredictionDump: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "part-00000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if int64(len(lines)) != sum.EvalExamples || sum.EvalExamples != 500 {
+		t.Fatalf("%d lines for %d eval rows, want 500", len(lines), sum.EvalExamples)
+	}
+	var preds, labels []float32
+	for i, l := range lines {
+		var p, y float32
+		if _, err := fmt.Sscanf(l, "%g\t%g", &p, &y); err != nil || p <= 0 || p >= 1 || (y != 0 && y != 1) {
+			t.Fatalf("line %d %q: %v", i+1, l, err)
+		}
+		preds, labels = append(preds, p), append(labels, y)
+	}
+	auc, err := metrics.AUC(preds, labels)
+	if err != nil || math.Abs(auc-*sum.EvalAUC) > 1e-12 {
+		t.Errorf("AUC of the dump %v (%v), summary %v", auc, err, *sum.EvalAUC)
 	}
 }
