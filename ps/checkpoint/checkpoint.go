@@ -338,6 +338,22 @@ func List(dir string) ([]string, error) {
 	return out, nil
 }
 
+// AtStep returns the newest complete checkpoint of dir taken at global step step, or an
+// error wrapping ErrNoCheckpoint when there is none.
+func AtStep(dir string, step int64) (string, error) {
+	all, err := List(dir)
+	if err != nil {
+		return "", err
+	}
+	suffix := "-step-" + strconv.FormatInt(step, 10)
+	for i := len(all) - 1; i >= 0; i-- {
+		if strings.HasSuffix(filepath.Base(all[i]), suffix) {
+			return all[i], nil
+		}
+	}
+	return "", fmt.Errorf("%w at step %d in %s", ErrNoCheckpoint, step, dir)
+}
+
 // Prune deletes leftover temporary folders and all but the newest keep checkpoints; the
 // one LATEST names is always kept.
 func Prune(dir string, keep int) error {

@@ -516,6 +516,49 @@ func TestKillAndRestartFromCheckpoint(t *testing.T) {
 	}
 }
 
+// TestRestoreFrom: a fresh checkpoint folder starts from Options.RestoreFrom (another
+// job's checkpoint, found by its step with checkpoint.AtStep); once the job has a
+// checkpoint of its own, that one wins.
+func TestRestoreFrom(t *testing.T) {
+	o := testOptions(t)
+	o.Shard, o.NumShards = 0, 1
+	o.CheckpointDir = t.TempDir()
+	fids := []int64{2, 4, 8}
+	r := start(t, o)
+	applyBoth(t, r.stub, fids, 1, 10)
+	if _, err := r.stub.Save(testCtx(t), &pspb.SaveRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	at10 := lookupAll(t, r.stub, fids)
+	applyBoth(t, r.stub, fids, 2, 20)
+	if err := r.stop(t); err != nil { // final save at step 20
+		t.Fatal(err)
+	}
+	from, err := checkpoint.AtStep(ShardDir(o.CheckpointDir, 0, 1), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.AtStep(ShardDir(o.CheckpointDir, 0, 1), 11); !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		t.Fatalf("AtStep(11) = %v, want ErrNoCheckpoint", err)
+	}
+	o2 := o
+	o2.CheckpointDir, o2.RestoreFrom = t.TempDir(), from
+	r2 := start(t, o2)
+	if got := lookupAll(t, r2.stub, fids); !equalRows(got, at10) || r2.srv.step.Load() != 10 {
+		t.Fatalf("restored from step 10: step %d, rows %v, want %v", r2.srv.step.Load(), got, at10)
+	}
+	applyBoth(t, r2.stub, fids, 3, 30)
+	mine := lookupAll(t, r2.stub, fids)
+	if err := r2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	r3 := start(t, o2)
+	if got := lookupAll(t, r3.stub, fids); !equalRows(got, mine) {
+		t.Fatal("a job with its own checkpoint restored RestoreFrom again")
+	}
+	r3.srv.Close()
+}
+
 func TestCorruptCheckpointIsAnError(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
