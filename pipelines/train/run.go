@@ -238,8 +238,9 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
 		}
 	}
+	saver := &controller.Saver{PS: ps, Barrier: barrier, Log: logger}
 	if c.Checkpoint.Dir != "" {
-		ctl, err := controller.Serve(o.ControllerListen, c.Checkpoint.Dir, barrier, controller.PSTrainer{PS: ps}, logger)
+		ctl, err := controller.Serve(o.ControllerListen, c.Checkpoint.Dir, barrier, saver, logger)
 		if err != nil {
 			return nil, fmt.Errorf("pipelines/train: %w", err)
 		}
@@ -280,7 +281,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	}
 	var total Stats
 	start := time.Now()
-	saver := startSaver(ctx, ps, c.Checkpoint.Dir != "", c.Checkpoint.EverySteps, o.Progress)
+	periodic := startSaver(ctx, ps, saver, c.Checkpoint.Dir != "", c.Checkpoint.EverySteps, o.Progress)
 	for e := 1; e <= c.Epochs; e++ {
 		if err := health.failure(); err != nil {
 			break
@@ -293,7 +294,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			st, err = runStats(ctx, TrainPipeline(j, e, files, path), path, o.Runner)
 		}
 		if err != nil {
-			saver.stop()
+			periodic.stop()
 			return nil, fmt.Errorf("pipelines/train: epoch %d: %w", e, err)
 		}
 		total.Add(st)
@@ -306,7 +307,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		}
 	}
 	sum.TrainSeconds = time.Since(start).Seconds()
-	if err := saver.stop(); err != nil {
+	if err := periodic.stop(); err != nil {
 		return nil, err
 	}
 	health.stop()
@@ -321,7 +322,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
 	if c.Checkpoint.Dir != "" {
-		if _, err := ps.Save(ctx); err != nil {
+		if _, err := saver.Save(ctx); err != nil {
 			return nil, fmt.Errorf("pipelines/train: final checkpoint: %w", err)
 		}
 		sum.Checkpoint = c.Checkpoint.Dir
@@ -454,16 +455,16 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// saver asks the PS for a checkpoint every everySteps global steps while training runs.
-type saver struct {
+// periodicSaver writes a checkpoint every everySteps global steps while training runs.
+type periodicSaver struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	err    error
 }
 
-func startSaver(ctx context.Context, ps *client.Client, enabled bool, everySteps int64, progress io.Writer) *saver {
+func startSaver(ctx context.Context, ps *client.Client, saver *controller.Saver, enabled bool, everySteps int64, progress io.Writer) *periodicSaver {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &saver{cancel: cancel}
+	s := &periodicSaver{cancel: cancel}
 	if !enabled || everySteps <= 0 {
 		return s
 	}
@@ -481,8 +482,10 @@ func startSaver(ctx context.Context, ps *client.Client, enabled bool, everySteps
 			if err != nil || step < next {
 				continue
 			}
-			if _, err := ps.Save(ctx); err != nil && ctx.Err() == nil {
-				s.err = fmt.Errorf("pipelines/train: checkpoint at step %d: %w", step, err)
+			if step, err = saver.Save(ctx); err != nil {
+				if ctx.Err() == nil {
+					s.err = fmt.Errorf("pipelines/train: periodic %w", err)
+				}
 				return
 			}
 			if progress != nil {
@@ -496,7 +499,7 @@ func startSaver(ctx context.Context, ps *client.Client, enabled bool, everySteps
 	return s
 }
 
-func (s *saver) stop() error {
+func (s *periodicSaver) stop() error {
 	s.cancel()
 	s.wg.Wait()
 	return s.err

@@ -97,6 +97,7 @@ type Meta struct {
 type Result struct {
 	Path    string
 	Entries int64
+	Step    int64 // the step of the manifest
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -167,7 +168,7 @@ func Save(ctx context.Context, dir string, meta Meta, tables []*table.Table) (Re
 	if err := lf.Commit(); err != nil {
 		return Result{}, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
-	res.Path = final
+	res.Path, res.Step = final, meta.Step
 	return res, nil
 }
 

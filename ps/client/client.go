@@ -689,9 +689,16 @@ func getStats(includeTables bool) func(context.Context, pspb.ParameterServerClie
 
 // Save makes every shard write a checkpoint now, in parallel. Slot k is shard k's answer,
 // nil when it failed; err joins the failures.
-func (c *Client) Save(ctx context.Context) ([]*pspb.SaveResponse, error) {
+func (c *Client) Save(ctx context.Context) ([]*pspb.SaveResponse, error) { return c.SaveAt(ctx, 0) }
+
+// SaveAt is Save with every shard recording step as its checkpoint's step (0: each its
+// own counter).
+func (c *Client) SaveAt(ctx context.Context, step int64) ([]*pspb.SaveResponse, error) {
+	if step < 0 {
+		return nil, &InvalidConfigError{Msg: fmt.Sprintf("save at step %d: negative", step)}
+	}
 	return onAll(ctx, c, "Save", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.SaveResponse, error) {
-		return s.Save(ctx, &pspb.SaveRequest{})
+		return s.Save(ctx, &pspb.SaveRequest{GlobalStep: step})
 	})
 }
 

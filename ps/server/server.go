@@ -256,7 +256,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.stopNow()
 	wg.Wait()
 	if save && s.ckptDir != "" {
-		if _, serr := s.save(context.Background(), "shutdown"); serr != nil {
+		if _, serr := s.save(context.Background(), "shutdown", 0); serr != nil {
 			err = errors.Join(err, serr)
 		}
 	}
@@ -302,7 +302,7 @@ func (s *Server) background(ctx context.Context, wg *sync.WaitGroup) {
 				case <-ctx.Done():
 					return
 				case <-tick.C:
-					if _, err := s.save(ctx, "periodic"); err != nil && ctx.Err() == nil {
+					if _, err := s.save(ctx, "periodic", 0); err != nil && ctx.Err() == nil {
 						s.log.Error("periodic checkpoint failed", "err", err)
 					}
 				}
@@ -332,14 +332,17 @@ func (s *Server) background(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // save writes a checkpoint of every table and prunes old ones.
-func (s *Server) save(ctx context.Context, reason string) (checkpoint.Result, error) {
+func (s *Server) save(ctx context.Context, reason string, step int64) (checkpoint.Result, error) {
 	if s.ckptDir == "" {
 		return checkpoint.Result{}, errors.New("ps/server: no checkpoint directory configured")
 	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	start := time.Now()
-	meta := checkpoint.Meta{Step: s.step.Load(), Shard: s.opts.Shard, NumShards: s.opts.NumShards}
+	if step <= 0 {
+		step = s.step.Load()
+	}
+	meta := checkpoint.Meta{Step: step, Shard: s.opts.Shard, NumShards: s.opts.NumShards}
 	res, err := checkpoint.Save(ctx, s.ckptDir, meta, s.tables)
 	if err != nil {
 		s.metrics.saveErrors.Add(1)
@@ -700,15 +703,18 @@ func runBatch[Req interface {
 
 // Save writes a checkpoint of this shard now. Without a checkpoint directory it is
 // codes.FailedPrecondition; a failed save is codes.Internal.
-func (s *Server) Save(ctx context.Context, _ *pspb.SaveRequest) (*pspb.SaveResponse, error) {
+func (s *Server) Save(ctx context.Context, req *pspb.SaveRequest) (*pspb.SaveResponse, error) {
 	if s.ckptDir == "" {
 		return nil, status.Error(codes.FailedPrecondition, "ps/server: no checkpoint directory configured (start the server with a checkpoint directory)")
 	}
-	res, err := s.save(ctx, "rpc")
+	if req.GetGlobalStep() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "ps/server: save at global step %d: negative", req.GetGlobalStep())
+	}
+	res, err := s.save(ctx, "rpc", req.GetGlobalStep())
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	return &pspb.SaveResponse{Path: res.Path, Entries: res.Entries}, nil
+	return &pspb.SaveResponse{Path: res.Path, Entries: res.Entries, Step: res.Step}, nil
 }
 
 // parallel calls f(0..n-1) on up to GOMAXPROCS goroutines and waits.

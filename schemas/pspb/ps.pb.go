@@ -1442,7 +1442,10 @@ func (x *TrainingBarrierResponse) GetUnblockedIndices() []int32 {
 }
 
 type SaveRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job's global step to record as the checkpoint's step (0: the shard's own
+	// counter), so that every shard's checkpoint of one save carries the same step.
+	GlobalStep    int64 `protobuf:"varint,1,opt,name=global_step,json=globalStep,proto3" json:"global_step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1477,10 +1480,19 @@ func (*SaveRequest) Descriptor() ([]byte, []int) {
 	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{19}
 }
 
+func (x *SaveRequest) GetGlobalStep() int64 {
+	if x != nil {
+		return x.GlobalStep
+	}
+	return 0
+}
+
 type SaveResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Entries       int64                  `protobuf:"varint,2,opt,name=entries,proto3" json:"entries,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Path    string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Entries int64                  `protobuf:"varint,2,opt,name=entries,proto3" json:"entries,omitempty"`
+	// The step recorded in the checkpoint.
+	Step          int64 `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1525,6 +1537,13 @@ func (x *SaveResponse) GetPath() string {
 func (x *SaveResponse) GetEntries() int64 {
 	if x != nil {
 		return x.Entries
+	}
+	return 0
+}
+
+func (x *SaveResponse) GetStep() int64 {
+	if x != nil {
+		return x.Step
 	}
 	return 0
 }
@@ -2055,11 +2074,14 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x05R\x05index\x12'\n" +
 	"\x0fblocked_indices\x18\x04 \x03(\x05R\x0eblockedIndices\x12+\n" +
-	"\x11unblocked_indices\x18\x05 \x03(\x05R\x10unblockedIndices\"\r\n" +
-	"\vSaveRequest\"<\n" +
+	"\x11unblocked_indices\x18\x05 \x03(\x05R\x10unblockedIndices\".\n" +
+	"\vSaveRequest\x12\x1f\n" +
+	"\vglobal_step\x18\x01 \x01(\x03R\n" +
+	"globalStep\"P\n" +
 	"\fSaveResponse\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
-	"\aentries\x18\x02 \x01(\x03R\aentries\"\xf3\x01\n" +
+	"\aentries\x18\x02 \x01(\x03R\aentries\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\x03R\x04step\"\xf3\x01\n" +
 	"\fFilterConfig\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.monolith.ps.FilterConfig.TypeR\x04type\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x04R\bcapacity\x12\x1b\n" +
