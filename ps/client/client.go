@@ -681,6 +681,24 @@ func (c *Client) GetStatsAll(ctx context.Context, includeTables bool) ([]*pspb.G
 	return onAll(ctx, c, "GetStats", getStats(includeTables))
 }
 
+// SlotCounts sums every shard's entries per slot (slot_id_v2 of the fid) of the named
+// tables.
+func (c *Client) SlotCounts(ctx context.Context, tables []string) (map[int32]int64, error) {
+	resps, err := onAll(ctx, c, "GetStats", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
+		return s.GetStats(ctx, &pspb.GetStatsRequest{SlotCountTables: tables})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for _, r := range resps {
+		for slot, n := range r.GetSlotCounts() {
+			out[slot] += n
+		}
+	}
+	return out, nil
+}
+
 func getStats(includeTables bool) func(context.Context, pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
 	return func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.GetStatsResponse, error) {
 		return s.GetStats(ctx, &pspb.GetStatsRequest{IncludeTableStats: includeTables})

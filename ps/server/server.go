@@ -24,10 +24,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/internal/mix"
+	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
+	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 	"github.com/monolith-go/monolith/schemas/trainingpb"
 )
@@ -643,7 +645,34 @@ func (s *Server) GetStats(_ context.Context, req *pspb.GetStatsRequest) (*pspb.G
 			})
 		}
 	}
+	if names := req.GetSlotCountTables(); len(names) > 0 {
+		counts, err := s.slotCounts(names)
+		if err != nil {
+			return nil, err
+		}
+		resp.SlotCounts = counts
+	}
 	return resp, nil
+}
+
+// slotCounts counts the entries of the named tables per slot_id_v2 of their fids. It reads
+// the tables like a save does (table.Snapshot), so training goes on meanwhile.
+func (s *Server) slotCounts(names []string) (map[int32]int64, error) {
+	counts := map[int32]int64{}
+	for _, name := range names {
+		t, ok := s.byName[name]
+		if !ok {
+			return nil, status.Errorf(codes.NotFound, "ps/server: slot counts: unknown table %q", name)
+		}
+		err := t.Snapshot(func(d *hashtablepb.EntryDump) error {
+			counts[int32(fid.SlotV2(uint64(d.GetId())))]++
+			return nil
+		})
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "ps/server: slot counts of %q: %v", name, err)
+		}
+	}
+	return counts, nil
 }
 
 // BatchLookup runs independent Lookup sub-requests, concurrently; a failing one is

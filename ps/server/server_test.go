@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -820,5 +821,27 @@ func TestTrainingBarrier(t *testing.T) {
 		if _, err := r.stub.TrainingBarrier(ctx, bad); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%v: %v, want InvalidArgument", bad, err)
 		}
+	}
+}
+
+// TestSlotCounts: GetStats counts the named tables' entries per slot_id_v2 of their fids;
+// an unknown table is NOT_FOUND.
+func TestSlotCounts(t *testing.T) {
+	r := start(t, testOptions(t))
+	slot := func(s, sig int64) int64 { return s<<48 | sig }
+	applyBoth(t, r.stub, []int64{slot(1, 1), slot(1, 2), slot(7, 1), slot(32767, 5)}, 1, 1)
+	resp, err := r.stub.GetStats(testCtx(t), &pspb.GetStatsRequest{SlotCountTables: []string{"emb", "two"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{1: 4, 7: 2, 32767: 2}
+	if !maps.Equal(resp.SlotCounts, want) {
+		t.Errorf("slot counts %v, want %v", resp.SlotCounts, want)
+	}
+	if resp, _ := r.stub.GetStats(testCtx(t), &pspb.GetStatsRequest{}); len(resp.SlotCounts) != 0 {
+		t.Errorf("slot counts without tables: %v", resp.SlotCounts)
+	}
+	if _, err := r.stub.GetStats(testCtx(t), &pspb.GetStatsRequest{SlotCountTables: []string{"nope"}}); status.Code(err) != codes.NotFound {
+		t.Errorf("unknown table: %v", err)
 	}
 }

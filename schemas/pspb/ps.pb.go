@@ -765,8 +765,11 @@ func (x *HealthCheckResponse) GetMachineHealthResult() []byte {
 type GetStatsRequest struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	IncludeTableStats bool                   `protobuf:"varint,1,opt,name=include_table_stats,json=includeTableStats,proto3" json:"include_table_stats,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Count the entries per slot (slot_id_v2 of the fid) of these tables into slot_counts
+	// (Monolith's checkpoint info, ckpt.info-{step}); empty: no counting.
+	SlotCountTables []string `protobuf:"bytes,2,rep,name=slot_count_tables,json=slotCountTables,proto3" json:"slot_count_tables,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetStatsRequest) Reset() {
@@ -804,6 +807,13 @@ func (x *GetStatsRequest) GetIncludeTableStats() bool {
 		return x.IncludeTableStats
 	}
 	return false
+}
+
+func (x *GetStatsRequest) GetSlotCountTables() []string {
+	if x != nil {
+		return x.SlotCountTables
+	}
+	return nil
 }
 
 type TableStats struct {
@@ -903,8 +913,10 @@ type GetStatsResponse struct {
 	// ApplyGradients (batch sub-requests included) and GlobalStep requests skipped because
 	// their request_id was already applied.
 	DuplicateRequests int64 `protobuf:"varint,8,opt,name=duplicate_requests,json=duplicateRequests,proto3" json:"duplicate_requests,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Entries per slot of GetStatsRequest.slot_count_tables (slots without entries absent).
+	SlotCounts    map[int32]int64 `protobuf:"bytes,9,rep,name=slot_counts,json=slotCounts,proto3" json:"slot_counts,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStatsResponse) Reset() {
@@ -991,6 +1003,13 @@ func (x *GetStatsResponse) GetDuplicateRequests() int64 {
 		return x.DuplicateRequests
 	}
 	return 0
+}
+
+func (x *GetStatsResponse) GetSlotCounts() map[int32]int64 {
+	if x != nil {
+		return x.SlotCounts
+	}
+	return nil
 }
 
 type BatchLookupRequest struct {
@@ -2016,9 +2035,10 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1b\n" +
 	"\trss_bytes\x18\x04 \x01(\x03R\brssBytes\x12&\n" +
 	"\x0fmem_limit_bytes\x18\x05 \x01(\x03R\rmemLimitBytes\x122\n" +
-	"\x15machine_health_result\x18\x06 \x01(\fR\x13machineHealthResult\"A\n" +
+	"\x15machine_health_result\x18\x06 \x01(\fR\x13machineHealthResult\"m\n" +
 	"\x0fGetStatsRequest\x12.\n" +
-	"\x13include_table_stats\x18\x01 \x01(\bR\x11includeTableStats\"\xb1\x01\n" +
+	"\x13include_table_stats\x18\x01 \x01(\bR\x11includeTableStats\x12*\n" +
+	"\x11slot_count_tables\x18\x02 \x03(\tR\x0fslotCountTables\"\xb1\x01\n" +
 	"\n" +
 	"TableStats\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -2026,7 +2046,7 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x03dim\x18\x03 \x01(\x05R\x03dim\x12!\n" +
 	"\fmemory_bytes\x18\x04 \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\traw_bytes\x18\x05 \x01(\x03R\brawBytes\x12)\n" +
-	"\x11max_update_ts_sec\x18\x06 \x01(\x03R\x0emaxUpdateTsSec\"\xe2\x02\n" +
+	"\x11max_update_ts_sec\x18\x06 \x01(\x03R\x0emaxUpdateTsSec\"\xf1\x03\n" +
 	"\x10GetStatsResponse\x12!\n" +
 	"\flookup_count\x18\x01 \x01(\x03R\vlookupCount\x122\n" +
 	"\x15apply_gradients_count\x18\x02 \x01(\x03R\x13applyGradientsCount\x121\n" +
@@ -2036,7 +2056,12 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\x05shard\x18\x06 \x01(\x05R\x05shard\x12\x1d\n" +
 	"\n" +
 	"num_shards\x18\a \x01(\x05R\tnumShards\x12-\n" +
-	"\x12duplicate_requests\x18\b \x01(\x03R\x11duplicateRequests\"L\n" +
+	"\x12duplicate_requests\x18\b \x01(\x03R\x11duplicateRequests\x12N\n" +
+	"\vslot_counts\x18\t \x03(\v2-.monolith.ps.GetStatsResponse.SlotCountsEntryR\n" +
+	"slotCounts\x1a=\n" +
+	"\x0fSlotCountsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"L\n" +
 	"\x12BatchLookupRequest\x126\n" +
 	"\brequests\x18\x01 \x03(\v2\x1a.monolith.ps.LookupRequestR\brequests\"P\n" +
 	"\x13BatchLookupResponse\x129\n" +
@@ -2149,7 +2174,7 @@ func file_monolith_ps_ps_proto_rawDescGZIP() []byte {
 }
 
 var file_monolith_ps_ps_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_monolith_ps_ps_proto_goTypes = []any{
 	(TrainingBarrierRequest_Op)(0),                    // 0: monolith.ps.TrainingBarrierRequest.Op
 	(FilterConfig_Type)(0),                            // 1: monolith.ps.FilterConfig.Type
@@ -2179,48 +2204,50 @@ var file_monolith_ps_ps_proto_goTypes = []any{
 	(*TablesConfig)(nil),                              // 25: monolith.ps.TablesConfig
 	(*CheckpointManifest)(nil),                        // 26: monolith.ps.CheckpointManifest
 	(*CheckpointTable)(nil),                           // 27: monolith.ps.CheckpointTable
-	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 28: monolith.hash_table.EmbeddingHashTableConfig
-	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 29: monolith.hash_table.SlotOccurrenceThresholdConfig
+	nil,                                               // 28: monolith.ps.GetStatsResponse.SlotCountsEntry
+	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 29: monolith.hash_table.EmbeddingHashTableConfig
+	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 30: monolith.hash_table.SlotOccurrenceThresholdConfig
 }
 var file_monolith_ps_ps_proto_depIdxs = []int32{
 	11, // 0: monolith.ps.GetStatsResponse.tables:type_name -> monolith.ps.TableStats
-	2,  // 1: monolith.ps.BatchLookupRequest.requests:type_name -> monolith.ps.LookupRequest
-	3,  // 2: monolith.ps.BatchLookupResponse.responses:type_name -> monolith.ps.LookupResponse
-	4,  // 3: monolith.ps.BatchApplyGradientsRequest.requests:type_name -> monolith.ps.ApplyGradientsRequest
-	5,  // 4: monolith.ps.BatchApplyGradientsResponse.responses:type_name -> monolith.ps.ApplyGradientsResponse
-	0,  // 5: monolith.ps.TrainingBarrierRequest.op:type_name -> monolith.ps.TrainingBarrierRequest.Op
-	1,  // 6: monolith.ps.FilterConfig.type:type_name -> monolith.ps.FilterConfig.Type
-	28, // 7: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
-	29, // 8: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
-	23, // 9: monolith.ps.TableSpec.filter:type_name -> monolith.ps.FilterConfig
-	24, // 10: monolith.ps.TablesConfig.tables:type_name -> monolith.ps.TableSpec
-	27, // 11: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
-	28, // 12: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
-	2,  // 13: monolith.ps.ParameterServer.Lookup:input_type -> monolith.ps.LookupRequest
-	4,  // 14: monolith.ps.ParameterServer.ApplyGradients:input_type -> monolith.ps.ApplyGradientsRequest
-	6,  // 15: monolith.ps.ParameterServer.Barrier:input_type -> monolith.ps.BarrierRequest
-	8,  // 16: monolith.ps.ParameterServer.HealthCheck:input_type -> monolith.ps.HealthCheckRequest
-	10, // 17: monolith.ps.ParameterServer.GetStats:input_type -> monolith.ps.GetStatsRequest
-	13, // 18: monolith.ps.ParameterServer.BatchLookup:input_type -> monolith.ps.BatchLookupRequest
-	15, // 19: monolith.ps.ParameterServer.BatchApplyGradients:input_type -> monolith.ps.BatchApplyGradientsRequest
-	21, // 20: monolith.ps.ParameterServer.Save:input_type -> monolith.ps.SaveRequest
-	17, // 21: monolith.ps.ParameterServer.GlobalStep:input_type -> monolith.ps.GlobalStepRequest
-	19, // 22: monolith.ps.ParameterServer.TrainingBarrier:input_type -> monolith.ps.TrainingBarrierRequest
-	3,  // 23: monolith.ps.ParameterServer.Lookup:output_type -> monolith.ps.LookupResponse
-	5,  // 24: monolith.ps.ParameterServer.ApplyGradients:output_type -> monolith.ps.ApplyGradientsResponse
-	7,  // 25: monolith.ps.ParameterServer.Barrier:output_type -> monolith.ps.BarrierResponse
-	9,  // 26: monolith.ps.ParameterServer.HealthCheck:output_type -> monolith.ps.HealthCheckResponse
-	12, // 27: monolith.ps.ParameterServer.GetStats:output_type -> monolith.ps.GetStatsResponse
-	14, // 28: monolith.ps.ParameterServer.BatchLookup:output_type -> monolith.ps.BatchLookupResponse
-	16, // 29: monolith.ps.ParameterServer.BatchApplyGradients:output_type -> monolith.ps.BatchApplyGradientsResponse
-	22, // 30: monolith.ps.ParameterServer.Save:output_type -> monolith.ps.SaveResponse
-	18, // 31: monolith.ps.ParameterServer.GlobalStep:output_type -> monolith.ps.GlobalStepResponse
-	20, // 32: monolith.ps.ParameterServer.TrainingBarrier:output_type -> monolith.ps.TrainingBarrierResponse
-	23, // [23:33] is the sub-list for method output_type
-	13, // [13:23] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	28, // 1: monolith.ps.GetStatsResponse.slot_counts:type_name -> monolith.ps.GetStatsResponse.SlotCountsEntry
+	2,  // 2: monolith.ps.BatchLookupRequest.requests:type_name -> monolith.ps.LookupRequest
+	3,  // 3: monolith.ps.BatchLookupResponse.responses:type_name -> monolith.ps.LookupResponse
+	4,  // 4: monolith.ps.BatchApplyGradientsRequest.requests:type_name -> monolith.ps.ApplyGradientsRequest
+	5,  // 5: monolith.ps.BatchApplyGradientsResponse.responses:type_name -> monolith.ps.ApplyGradientsResponse
+	0,  // 6: monolith.ps.TrainingBarrierRequest.op:type_name -> monolith.ps.TrainingBarrierRequest.Op
+	1,  // 7: monolith.ps.FilterConfig.type:type_name -> monolith.ps.FilterConfig.Type
+	29, // 8: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	30, // 9: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
+	23, // 10: monolith.ps.TableSpec.filter:type_name -> monolith.ps.FilterConfig
+	24, // 11: monolith.ps.TablesConfig.tables:type_name -> monolith.ps.TableSpec
+	27, // 12: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
+	29, // 13: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	2,  // 14: monolith.ps.ParameterServer.Lookup:input_type -> monolith.ps.LookupRequest
+	4,  // 15: monolith.ps.ParameterServer.ApplyGradients:input_type -> monolith.ps.ApplyGradientsRequest
+	6,  // 16: monolith.ps.ParameterServer.Barrier:input_type -> monolith.ps.BarrierRequest
+	8,  // 17: monolith.ps.ParameterServer.HealthCheck:input_type -> monolith.ps.HealthCheckRequest
+	10, // 18: monolith.ps.ParameterServer.GetStats:input_type -> monolith.ps.GetStatsRequest
+	13, // 19: monolith.ps.ParameterServer.BatchLookup:input_type -> monolith.ps.BatchLookupRequest
+	15, // 20: monolith.ps.ParameterServer.BatchApplyGradients:input_type -> monolith.ps.BatchApplyGradientsRequest
+	21, // 21: monolith.ps.ParameterServer.Save:input_type -> monolith.ps.SaveRequest
+	17, // 22: monolith.ps.ParameterServer.GlobalStep:input_type -> monolith.ps.GlobalStepRequest
+	19, // 23: monolith.ps.ParameterServer.TrainingBarrier:input_type -> monolith.ps.TrainingBarrierRequest
+	3,  // 24: monolith.ps.ParameterServer.Lookup:output_type -> monolith.ps.LookupResponse
+	5,  // 25: monolith.ps.ParameterServer.ApplyGradients:output_type -> monolith.ps.ApplyGradientsResponse
+	7,  // 26: monolith.ps.ParameterServer.Barrier:output_type -> monolith.ps.BarrierResponse
+	9,  // 27: monolith.ps.ParameterServer.HealthCheck:output_type -> monolith.ps.HealthCheckResponse
+	12, // 28: monolith.ps.ParameterServer.GetStats:output_type -> monolith.ps.GetStatsResponse
+	14, // 29: monolith.ps.ParameterServer.BatchLookup:output_type -> monolith.ps.BatchLookupResponse
+	16, // 30: monolith.ps.ParameterServer.BatchApplyGradients:output_type -> monolith.ps.BatchApplyGradientsResponse
+	22, // 31: monolith.ps.ParameterServer.Save:output_type -> monolith.ps.SaveResponse
+	18, // 32: monolith.ps.ParameterServer.GlobalStep:output_type -> monolith.ps.GlobalStepResponse
+	20, // 33: monolith.ps.ParameterServer.TrainingBarrier:output_type -> monolith.ps.TrainingBarrierResponse
+	24, // [24:34] is the sub-list for method output_type
+	14, // [14:24] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_monolith_ps_ps_proto_init() }
@@ -2234,7 +2261,7 @@ func file_monolith_ps_ps_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_monolith_ps_ps_proto_rawDesc), len(file_monolith_ps_ps_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
