@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/monolith-go/monolith/internal/pytext"
 )
 
 // Server types of a TF Serving process.
@@ -254,7 +256,7 @@ func formatValue(v reflect.Value) string {
 	case reflect.Int:
 		return strconv.FormatInt(v.Int(), 10)
 	case reflect.Float64:
-		return formatFloat(v.Float())
+		return pytext.Float(v.Float())
 	}
 	return v.String()
 }

@@ -123,25 +123,3 @@ func TestPlatformConfigTextGolden(t *testing.T) {
 		t.Error("batching parameters without dense_alone")
 	}
 }
-
-func TestCEscape(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain": "plain", `a"b`: `a\"b`, "a'b": `a\'b`, `a\b`: `a\\b`, "\t\n\r": `\t\n\r`,
-		"\x00\x1f\x7f": `\000\037\177`, "é": `\303\251`,
-	} {
-		if got := cEscape(in); got != want {
-			t.Errorf("cEscape(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestFormatFloat(t *testing.T) {
-	for f, want := range map[float64]string{
-		0: "0.0", 0.5: "0.5", 1: "1.0", 0.25: "0.25", 1e-05: "1e-05", 0.0001: "0.0001", 1e16: "1e+16",
-		123456789.5: "123456789.5", 2.0 / 3: "0.6666666666666666",
-	} {
-		if got := formatFloat(f); got != want {
-			t.Errorf("formatFloat(%v) = %q, want %q", f, got, want)
-		}
-	}
-}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 )
 
@@ -316,39 +315,4 @@ func evalFloat(s string) (float64, error) {
 		return 0, fmt.Errorf("%q is out of range", s)
 	}
 	return f, nil
-}
-
-// formatFloat formats f as Python's repr does (shortest round-trip digits, ".0" on
-// integral values, exponent form outside [1e-4, 1e16)).
-func formatFloat(f float64) string {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		switch {
-		case math.IsNaN(f):
-			return "nan"
-		case f > 0:
-			return "inf"
-		}
-		return "-inf"
-	}
-	if f == 0 {
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	exp := math.Floor(math.Log10(math.Abs(f)))
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	if i := strings.IndexByte(e, 'e'); i >= 0 {
-		if x, err := strconv.Atoi(e[i+1:]); err == nil {
-			exp = float64(x)
-		}
-	}
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/monolith-go/monolith/internal/pytext"
 )
 
 // Version policies of a model config (case-insensitive in input).
@@ -205,37 +207,8 @@ func (w *textWriter) scalar(name, v string, present bool) {
 // str writes a proto3 string field (omitted when empty) with C-style escapes.
 func (w *textWriter) str(name, v string) {
 	if v != "" {
-		w.line(name + ": \"" + cEscape(v) + "\"")
+		w.line(name + ": \"" + pytext.CEscape(v) + "\"")
 	}
 }
 
 func (w *textWriter) String() string { return w.sb.String() }
-
-// cEscape escapes the UTF-8 bytes of s as Python's text_encoding.CEscape(as_utf8=False).
-func cEscape(s string) string {
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch b {
-		case '\t':
-			sb.WriteString(`\t`)
-		case '\n':
-			sb.WriteString(`\n`)
-		case '\r':
-			sb.WriteString(`\r`)
-		case '"':
-			sb.WriteString(`\"`)
-		case '\'':
-			sb.WriteString(`\'`)
-		case '\\':
-			sb.WriteString(`\\`)
-		default:
-			if b < 0x20 || b >= 0x7f {
-				fmt.Fprintf(&sb, `\%03o`, b)
-			} else {
-				sb.WriteByte(b)
-			}
-		}
-	}
-	return sb.String()
-}
