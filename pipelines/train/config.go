@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/monolith-go/monolith/pipelines/train/ckptstate"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
@@ -78,6 +79,14 @@ type Config struct {
 		Dir        string `json:"dir"`
 		EverySteps int64  `json:"every_steps"`
 		Keep       int    `json:"keep"`
+		// RestoreDir starts a fresh job (no checkpoint in Dir yet) from another job's
+		// checkpoint directory: its newest checkpoint, or RestoreCkpt (a basename such as
+		// "model.ckpt-30") when it lists it (spec §3.4, restore_dir / restore_ckpt).
+		RestoreDir  string `json:"restore_dir"`
+		RestoreCkpt string `json:"restore_ckpt"`
+		// Info writes ckpt.info-{step} (entries per slot) into Dir with every checkpoint
+		// (Monolith's enable_model_ckpt_info).
+		Info bool `json:"info"`
 	} `json:"checkpoint"`
 
 	// dir is the directory relative paths start from.
@@ -189,6 +198,9 @@ func (c *Config) Normalize() error {
 	c.TrainInput, c.EvalInput = c.path(c.TrainInput), c.path(c.EvalInput)
 	c.FeatureConfigs, c.Planted = c.path(c.FeatureConfigs), c.path(c.Planted)
 	c.Checkpoint.Dir = c.path(c.Checkpoint.Dir)
+	if !ckptstate.IsHDFS(c.Checkpoint.RestoreDir) {
+		c.Checkpoint.RestoreDir = c.path(c.Checkpoint.RestoreDir)
+	}
 	c.dir = "" // resolved: a second Normalize keeps the paths
 	if c.BatchSize == 0 {
 		c.BatchSize = 256
@@ -223,6 +235,8 @@ func (c *Config) Normalize() error {
 		return fmt.Errorf("%w: train_input is empty (set it, or data)", ErrConfig)
 	case c.FeatureConfigs == "":
 		return fmt.Errorf("%w: feature_configs is empty (set it, or data)", ErrConfig)
+	case c.Checkpoint.RestoreDir != "" && c.Checkpoint.Dir == "":
+		return fmt.Errorf("%w: checkpoint.restore_dir needs checkpoint.dir", ErrConfig)
 	case c.BatchSize < 0 || c.Epochs < 0 || c.MaxSteps < 0 || c.Threads < 0 || c.PS.Shards < 0 || c.Checkpoint.EverySteps < 0:
 		return fmt.Errorf("%w: batch_size %d, epochs %d, max_steps %d, threads %d, ps.shards %d and checkpoint.every_steps %d must not be negative",
 			ErrConfig, c.BatchSize, c.Epochs, c.MaxSteps, c.Threads, c.PS.Shards, c.Checkpoint.EverySteps)

@@ -136,9 +136,21 @@ type LocalPS struct {
 	done    chan error
 }
 
-// StartLocalPS starts n shards serving tables; with ckptDir set they restore its newest
-// checkpoints and save there.
-func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, ckptDir string, keep int, seed uint64, memLimit int64, logger *slog.Logger) (*LocalPS, error) {
+// LocalPSOptions configure StartLocalPS.
+type LocalPSOptions struct {
+	// CheckpointDir: the shards restore its newest checkpoints and save there ("" = none).
+	CheckpointDir string
+	Keep          int    // checkpoints kept per shard
+	Seed          uint64 // initializer seed
+	MemLimitBytes int64  // HealthCheck memory limit (0: the server's default)
+	// RestoreFrom[i], when set, is the checkpoint folder shard i restores instead.
+	RestoreFrom []string
+	Logger      *slog.Logger
+}
+
+// StartLocalPS starts n shards serving tables on 127.0.0.1.
+func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, lo LocalPSOptions) (*LocalPS, error) {
+	logger := lo.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -146,9 +158,12 @@ func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, ckptDir
 	l := &LocalPS{cancel: cancel, done: make(chan error, n)}
 	for i := range n {
 		o := server.DefaultOptions()
-		o.Shard, o.NumShards, o.Tables, o.CheckpointDir, o.KeepCheckpoints, o.Seed, o.Logger = i, n, tables, ckptDir, keep, seed, logger
-		if memLimit > 0 {
-			o.MemLimitBytes = memLimit
+		o.Shard, o.NumShards, o.Tables, o.CheckpointDir, o.KeepCheckpoints, o.Seed, o.Logger = i, n, tables, lo.CheckpointDir, lo.Keep, lo.Seed, logger
+		if lo.MemLimitBytes > 0 {
+			o.MemLimitBytes = lo.MemLimitBytes
+		}
+		if i < len(lo.RestoreFrom) {
+			o.RestoreFrom = lo.RestoreFrom[i]
 		}
 		s, err := server.New(o)
 		if err != nil {
@@ -191,6 +206,9 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		o.ProgressEvery = 5 * time.Second
 	}
 	addrs := c.PS.Addrs
+	if c.Checkpoint.RestoreDir != "" && (len(addrs) > 0 || c.PS.ZooKeeper != "") {
+		return nil, fmt.Errorf("%w: checkpoint.restore_dir needs in-process PS shards (external shards restore their own checkpoint folders)", ErrConfig)
+	}
 	switch {
 	case c.PS.ZooKeeper != "":
 		servers, err := discovery.ParseServers(c.PS.ZooKeeper)
@@ -205,7 +223,12 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			return nil, fmt.Errorf("pipelines/train: %w", err)
 		}
 	case len(addrs) == 0:
-		local, err := StartLocalPS(ctx, c.PS.Shards, pr.Tables, c.Checkpoint.Dir, c.Checkpoint.Keep, c.PS.Seed, o.PSMemLimitBytes, o.Logger)
+		restoreFrom, err := restoreFolders(ctx, c, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		local, err := StartLocalPS(ctx, c.PS.Shards, pr.Tables, LocalPSOptions{CheckpointDir: c.Checkpoint.Dir, Keep: c.Checkpoint.Keep,
+			Seed: c.PS.Seed, MemLimitBytes: o.PSMemLimitBytes, RestoreFrom: restoreFrom, Logger: o.Logger})
 		if err != nil {
 			return nil, err
 		}
@@ -240,6 +263,12 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	}
 	saver := &controller.Saver{PS: ps, Barrier: barrier, Log: logger}
 	if c.Checkpoint.Dir != "" {
+		saver.Listeners = append(saver.Listeners, stateRecorder{dir: c.Checkpoint.Dir, keep: c.Checkpoint.Keep})
+		if c.Checkpoint.Info {
+			saver.Listeners = append(saver.Listeners, controller.BeforeSaveOnly{L: ckptInfo{ps: ps, dir: c.Checkpoint.Dir, tables: sparseNames(pr.Features)}})
+		}
+	}
+	if c.Checkpoint.Dir != "" {
 		ctl, err := controller.Serve(o.ControllerListen, c.Checkpoint.Dir, barrier, saver, logger)
 		if err != nil {
 			return nil, fmt.Errorf("pipelines/train: %w", err)
@@ -257,9 +286,6 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			return nil, err
 		}
 		defer loop.Close()
-		if err := loop.JoinBarrier(ctx); err != nil {
-			return nil, err
-		}
 	}
 
 	state, err := os.MkdirTemp("", "monolith-train-")
@@ -341,8 +367,13 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	return sum, nil
 }
 
-// loopEpoch trains one epoch with w in this process, file after file.
+// loopEpoch trains one epoch with w in this process, file after file; w is a worker of
+// the training barrier meanwhile, like a bundle of the pipeline.
 func loopEpoch(ctx context.Context, w *Worker, epoch int, files []string) (Stats, error) {
+	if err := w.JoinBarrier(ctx); err != nil {
+		return Stats{}, err
+	}
+	defer w.LeaveBarrier()
 	for _, f := range files {
 		stopped, err := w.TrainFile(ctx, f, epoch)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/monolith-go/monolith/io/synth"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/metrics"
+	"github.com/monolith-go/monolith/pipelines/train/ckptstate"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
@@ -88,7 +90,7 @@ func localPS(t *testing.T, c *Config, n int) (*Prepared, *LocalPS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := StartLocalPS(context.Background(), n, pr.Tables, "", 0, 1, 0, nil)
+	ps, err := StartLocalPS(context.Background(), n, pr.Tables, LocalPSOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,5 +535,64 @@ func TestPredictionDump(t *testing.T) {
 	auc, err := metrics.AUC(preds, labels)
 	if err != nil || math.Abs(auc-*sum.EvalAUC) > 1e-12 {
 		t.Errorf("AUC of the dump %v (%v), summary %v", auc, err, *sum.EvalAUC)
+	}
+}
+
+// TestRestoreDir: job B starts from an older checkpoint of job A (checkpoint.restore_dir and
+// restore_ckpt, spec §3.4–3.5): B's global step starts at that checkpoint's step, B's
+// model dir records its own checkpoints (with ckpt.info files), and a rerun of B resumes
+// from B's newest checkpoint, not from A's again.
+func TestRestoreDir(t *testing.T) {
+	dir := t.TempDir()
+	c := plantedData(t, dir, 2000)
+	c.Epochs, c.EvalInput = 1, ""
+	c.Checkpoint.Dir, c.Checkpoint.Keep = filepath.Join(dir, "a"), 10
+	var a *Summary
+	for range 3 { // three runs of job A: three final checkpoints
+		var err error
+		if a, err = Run(context.Background(), c, Options{Loop: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := ckptstate.ReadState(c.Checkpoint.Dir, "")
+	if err != nil || st == nil || len(st.AllModelCheckpointPaths) < 3 {
+		t.Fatalf("job A's checkpoint state: %v, %v", st, err)
+	}
+	if base := filepath.Base(st.ModelCheckpointPath); base != ckptstate.CheckpointName(a.GlobalStep) {
+		t.Fatalf("job A's latest %s, want model.ckpt-%d", base, a.GlobalStep)
+	}
+	older := filepath.Base(st.AllModelCheckpointPaths[1])
+	olderStep, _ := ckptstate.StepOf(older)
+
+	b := *c
+	b.Checkpoint.Dir, b.Checkpoint.RestoreDir, b.Checkpoint.RestoreCkpt, b.Checkpoint.Info = filepath.Join(dir, "b"), c.Checkpoint.Dir, older, true
+	sum, err := Run(context.Background(), &b, Options{Loop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.StartStep != olderStep {
+		t.Errorf("job B started at step %d, want %d (%s of job A)", sum.StartStep, olderStep, older)
+	}
+	for _, f := range []string{ckptstate.MonolithStateName, ckptstate.StateName, "ckpt.info-" + strconv.FormatInt(sum.GlobalStep, 10)} {
+		if _, err := os.Stat(filepath.Join(b.Checkpoint.Dir, f)); err != nil {
+			t.Errorf("job B's %s: %v", f, err)
+		}
+	}
+	info, _ := os.ReadFile(filepath.Join(b.Checkpoint.Dir, "ckpt.info-"+strconv.FormatInt(sum.GlobalStep, 10)))
+	if !strings.HasPrefix(string(info), "slot_counts {\n  key: ") {
+		t.Errorf("ckpt.info: %q", info)
+	}
+	again, err := Run(context.Background(), &b, Options{Loop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.StartStep != sum.GlobalStep {
+		t.Errorf("rerun of job B started at %d, want its own newest step %d", again.StartStep, sum.GlobalStep)
+	}
+	// External shards cannot take restore_dir.
+	ext := b
+	ext.PS.Addrs = []string{"127.0.0.1:1"}
+	if _, err := Run(context.Background(), &ext, Options{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("restore_dir with external shards: %v", err)
 	}
 }

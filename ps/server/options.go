@@ -47,9 +47,9 @@ type Options struct {
 	CheckpointDir string
 	// SaveEvery is the period of background saves (0: none); it needs CheckpointDir.
 	SaveEvery time.Duration
-	// RestoreFrom, when set, is a checkpoint folder of this shard restored at start when
-	// CheckpointDir holds no checkpoint of its own (a job started from another job's
-	// checkpoint, spec §3.4 restore_dir).
+	// RestoreFrom, when set, is the checkpoint folder of this shard restored at start
+	// instead of the newest one of CheckpointDir: another job's checkpoint (spec §3.4
+	// restore_dir) or an older one of this job (§3.5 restore_ckpt).
 	RestoreFrom string
 	// KeepCheckpoints is how many checkpoints Prune keeps after each save (default 3).
 	KeepCheckpoints int

@@ -152,17 +152,14 @@ func tableSeed(seed uint64, shard, i int) uint64 {
 	return mix.Mix64(seed ^ uint64(shard)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9)
 }
 
-// restore loads the newest checkpoint of the shard folder into the fresh tables, or
-// Options.RestoreFrom when the folder has none.
+// restore loads Options.RestoreFrom, else the newest checkpoint of the shard folder, into
+// the fresh tables.
 func (s *Server) restore() error {
-	path, err := "", checkpoint.ErrNoCheckpoint
-	if s.ckptDir != "" {
+	path, err := s.opts.RestoreFrom, error(nil)
+	if path == "" {
 		path, err = checkpoint.Latest(s.ckptDir)
 	}
 	switch {
-	case (errors.Is(err, checkpoint.ErrNoCheckpoint) || errors.Is(err, fs.ErrNotExist)) && s.opts.RestoreFrom != "":
-		path = s.opts.RestoreFrom
-		s.log.Info("no checkpoint of this job; restoring the given one", "dir", s.ckptDir, "from", path)
 	case errors.Is(err, checkpoint.ErrNoCheckpoint) || errors.Is(err, fs.ErrNotExist):
 		s.log.Info("no checkpoint; starting empty", "dir", s.ckptDir)
 		return nil

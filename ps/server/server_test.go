@@ -518,8 +518,8 @@ func TestKillAndRestartFromCheckpoint(t *testing.T) {
 }
 
 // TestRestoreFrom: a fresh checkpoint folder starts from Options.RestoreFrom (another
-// job's checkpoint, found by its step with checkpoint.AtStep); once the job has a
-// checkpoint of its own, that one wins.
+// job's checkpoint, found by its step with checkpoint.AtStep); without it the job restores
+// its own newest checkpoint.
 func TestRestoreFrom(t *testing.T) {
 	o := testOptions(t)
 	o.Shard, o.NumShards = 0, 1
@@ -553,9 +553,10 @@ func TestRestoreFrom(t *testing.T) {
 	if err := r2.stop(t); err != nil {
 		t.Fatal(err)
 	}
+	o2.RestoreFrom = ""
 	r3 := start(t, o2)
 	if got := lookupAll(t, r3.stub, fids); !equalRows(got, mine) {
-		t.Fatal("a job with its own checkpoint restored RestoreFrom again")
+		t.Fatal("the job did not restore its own newest checkpoint")
 	}
 	r3.srv.Close()
 }
