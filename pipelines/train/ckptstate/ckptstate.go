@@ -29,6 +29,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/internal/pytext"
+	"github.com/monolith-go/monolith/io/fileops"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	"github.com/monolith-go/monolith/schemas/trainingpb"
 )
@@ -41,21 +42,16 @@ const (
 )
 
 // ErrHDFSUnavailable is wrapped by every access to an `hdfs:/` path (C4).
-var ErrHDFSUnavailable = errors.New("HDFS not available")
+var ErrHDFSUnavailable = fileops.ErrHDFSUnavailable
 
 // IsAbs reports whether p is absolute; `hdfs:/…` counts as absolute (C4).
 func IsAbs(p string) bool { return IsHDFS(p) || filepath.IsAbs(p) }
 
 // IsHDFS reports whether p is an `hdfs:/` path.
-func IsHDFS(p string) bool { return strings.HasPrefix(p, "hdfs:/") }
+func IsHDFS(p string) bool { return fileops.IsHDFS(p) }
 
 // CheckLocal returns an error wrapping ErrHDFSUnavailable for an `hdfs:/` path.
-func CheckLocal(p string) error {
-	if IsHDFS(p) {
-		return fmt.Errorf("%w: %s (no HDFS client is configured)", ErrHDFSUnavailable, p)
-	}
-	return nil
-}
+func CheckLocal(p string) error { return fileops.CheckLocal(p) }
 
 // join joins a directory and a name, keeping `hdfs:/` prefixes intact.
 func join(dir, name string) string {
