@@ -1,8 +1,14 @@
-// Package discovery registers PS shards in ZooKeeper and lets clients follow them: each
-// shard holds an ephemeral znode <root>/shard-<NNNNN> with JSON {"shard", "num_shards",
-// "addr"}, Register keeps it alive across session expiries and Watch reports the addresses.
+// Package discovery finds the processes of a training job: PS shards registered in
+// ZooKeeper (Register, Watch) and Monolith's service-discovery backends (Backend: ZooKeeper,
+// TF_CONFIG, MLP environment, Consul), selected by New as runner_utils.get_discovery does.
 //
-// Without ZooKeeper, callers use a static address list (Static), indexed by shard.
+// Each shard holds an ephemeral znode <root>/shard-<NNNNN> with JSON {"shard",
+// "num_shards", "addr"}; Register keeps it alive across session expiries and Watch reports
+// the addresses. Without ZooKeeper, callers use a static address list (Static), indexed by
+// shard. The Backend ZK uses /monolith/{job}/{name}.{index} nodes holding "host:port" with
+// the same registration machinery (re-created at once in a new session, where Monolith
+// re-registered every 30 minutes) and reads them at each Query instead of caching them.
+// Bad environment or TF_CONFIG input is an error, not an assert; every wait is bounded.
 //
 // # Decisions
 //

@@ -51,12 +51,18 @@ func Register(ctx context.Context, servers []string, root string, shard, numShar
 	if err := checkAddr(addr); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
-	logger = orDiscard(logger)
 	path := root + "/" + NodeName(shard)
 	data, err := json.Marshal(Node{Shard: shard, NumShards: numShards, Addr: addr})
 	if err != nil {
 		return nil, err
 	}
+	return registerNode(ctx, servers, path, data, logger)
+}
+
+// registerNode creates the ephemeral node path holding data and keeps it registered
+// across session expiries until Close (Register's contract).
+func registerNode(ctx context.Context, servers []string, path string, data []byte, logger *slog.Logger) (*Registration, error) {
+	logger = orDiscard(logger)
 	r := &Registration{
 		path:   path,
 		data:   data,
@@ -65,6 +71,7 @@ func Register(ctx context.Context, servers []string, root string, shard, numShar
 		done:   make(chan struct{}),
 		regCh:  make(chan struct{}),
 	}
+	var err error
 	if r.conn, err = connect(servers, r.logger, r.kick); err != nil {
 		return nil, fmt.Errorf("ps/discovery: register %s: %w", path, err)
 	}
