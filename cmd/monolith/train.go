@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/pipelines/train"
+	"github.com/monolith-go/monolith/pipelines/train/runconfig"
 	"github.com/monolith-go/monolith/runners"
 )
 
@@ -32,6 +34,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	writeTables := fs.String("write-tables", "", "write the PS tables this run needs (a --tables file of monolith ps) and exit")
 	progress := fs.String("progress", "always", "progress lines on stderr: auto, always or never")
 	verbose := fs.Bool("v", false, "debug logs")
+	predDump := fs.String("prediction-dump", "", "write the eval predictions to `DIR`/part-00000 (\"prediction<TAB>label\" lines)")
+	healthEvery := fs.Duration("health-every", 30*time.Second, "period of the PS health checks (0: none)")
+	ctlListen := fs.String("controller-listen", "127.0.0.1:0", "address of the training controller (monolith ctl)")
+	runnerFlags := runconfig.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith train --config FILE [flags]\n\n"+
 			"Trains an LR, FM or DeepFM model over fused embedding layouts against a sharded PS,\n"+
@@ -53,6 +59,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	runnerFlags.Apply(&c.Runner) // Monolith's rule: a flag beats a value left at its default
 	if *data != "" {
 		c.SetData(*data)
 	}
@@ -109,7 +116,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	o := train.Options{Runner: ro}
+	o := train.Options{Runner: ro, PredictionDump: *predDump, HealthEvery: *healthEvery, ControllerListen: *ctlListen}
+	if *healthEvery == 0 {
+		o.HealthEvery = -1
+	}
 	if show {
 		o.Progress = stderr
 	}

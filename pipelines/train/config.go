@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/monolith-go/monolith/pipelines/train/ckptstate"
+	"github.com/monolith-go/monolith/pipelines/train/runconfig"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
@@ -89,6 +90,13 @@ type Config struct {
 		Info bool `json:"info"`
 	} `json:"checkpoint"`
 
+	// Runner is Monolith's RunnerConfig (pipelines/train/runconfig), under the key
+	// "runner" with Monolith's field names; monolith train also binds each field to a flag
+	// of the same name. Used here: model_dir, restore_dir and restore_ckpt (when the
+	// checkpoint section does not set them), enable_model_ckpt_info, connect_retries and
+	// retry_backoff_ms (the PS clients) and barrier_timeout_ms (the save barrier's wait).
+	Runner runconfig.RunnerConfig `json:"runner"`
+
 	// dir is the directory relative paths start from.
 	dir string
 }
@@ -137,7 +145,7 @@ func ParseConfig(b []byte, yamlText bool) (*Config, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	c := &Config{}
+	c := &Config{Runner: runconfig.Defaults()}
 	if err := dec.Decode(c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -197,6 +205,16 @@ func (c *Config) Normalize() error {
 	}
 	c.TrainInput, c.EvalInput = c.path(c.TrainInput), c.path(c.EvalInput)
 	c.FeatureConfigs, c.Planted = c.path(c.FeatureConfigs), c.path(c.Planted)
+	if err := c.Runner.Validate(); err != nil {
+		return fmt.Errorf("%w: runner: %v", ErrConfig, err)
+	}
+	if c.Checkpoint.Dir == "" {
+		c.Checkpoint.Dir = c.Runner.ModelDir
+	}
+	if c.Checkpoint.RestoreDir == "" {
+		c.Checkpoint.RestoreDir, c.Checkpoint.RestoreCkpt = c.Runner.RestoreDir, c.Runner.RestoreCkpt
+	}
+	c.Checkpoint.Info = c.Checkpoint.Info || c.Runner.EnableModelCkptInfo
 	c.Checkpoint.Dir = c.path(c.Checkpoint.Dir)
 	if !ckptstate.IsHDFS(c.Checkpoint.RestoreDir) {
 		c.Checkpoint.RestoreDir = c.path(c.Checkpoint.RestoreDir)

@@ -237,11 +237,12 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	}
 	j := pr.Job
 	j.PS = addrs
+	j.ConnectRetries, j.RetryBackoff = c.Runner.Retry()
 	j.RunID = newRunID()
 	if o.Progress != nil {
 		j.ProgressEvery = o.ProgressEvery
 	}
-	ps, err := client.New(addrs)
+	ps, err := client.New(addrs, j.clientOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
@@ -261,7 +262,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
 		}
 	}
-	saver := &controller.Saver{PS: ps, Barrier: barrier, Log: logger}
+	saver := &controller.Saver{PS: ps, Barrier: barrier, MaxPending: c.Runner.BarrierTimeout(), Log: logger}
 	if c.Checkpoint.Dir != "" {
 		saver.Listeners = append(saver.Listeners, stateRecorder{dir: c.Checkpoint.Dir, keep: c.Checkpoint.Keep})
 		if c.Checkpoint.Info {

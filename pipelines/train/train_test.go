@@ -596,3 +596,36 @@ func TestRestoreDir(t *testing.T) {
 		t.Errorf("restore_dir with external shards: %v", err)
 	}
 }
+
+// TestRunnerSection: the runner section takes Monolith's RunnerConfig names over its
+// defaults, fills checkpoint.dir / restore_dir / info when the checkpoint section leaves
+// them, and rejects unknown keys and bad values by name.
+func TestRunnerSection(t *testing.T) {
+	c, err := ParseConfig([]byte("model: fm\ntrain_input: x\nfeature_configs: y\nrunner:\n  model_dir: /m\n  restore_dir: /r\n  restore_ckpt: model.ckpt-3\n"+
+		"  enable_model_ckpt_info: true\n  connect_retries: 2\n  retry_backoff_ms: 50\n"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Checkpoint.Dir != "/m" || c.Checkpoint.RestoreDir != "/r" || c.Checkpoint.RestoreCkpt != "model.ckpt-3" || !c.Checkpoint.Info {
+		t.Errorf("checkpoint section %+v", c.Checkpoint)
+	}
+	if r, b := c.Runner.Retry(); r != 2 || b != 50*time.Millisecond || c.Runner.BarrierTimeoutMs != 10000 || c.Runner.NumWorkers != 1 {
+		t.Errorf("runner %+v", c.Runner)
+	}
+	for in, want := range map[string]string{
+		"runner: {nope: 1}":                "nope",
+		"runner: {discovery_type: etcd}":   "discovery_type",
+		"runner: {barrier_timeout_ms: -1}": "barrier_timeout_ms",
+	} {
+		c, err := ParseConfig([]byte("model: fm\ntrain_input: x\nfeature_configs: y\n"+in), true)
+		if err == nil {
+			err = c.Normalize()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %s", in, err, want)
+		}
+	}
+}

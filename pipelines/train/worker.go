@@ -33,8 +33,24 @@ type Job struct {
 	PS       []string          // PS shard addresses, shard order
 	RunID    string            // prefix of every request id
 	Read     beamio.ReadConfig // how files are read (RowsPerBatch = batch size)
+	// ConnectRetries and RetryBackoff are the PS clients' retry policy (connect_retries,
+	// retry_backoff_ms; zero: the client's defaults).
+	ConnectRetries int
+	RetryBackoff   time.Duration
 	// ProgressEvery is the period of the workers' progress lines on stderr (0: none).
 	ProgressEvery time.Duration
+}
+
+// clientOptions are the job's PS client options.
+func (j *Job) clientOptions() []client.Option {
+	var o []client.Option
+	if j.ConnectRetries > 0 {
+		o = append(o, client.WithRetries(j.ConnectRetries))
+	}
+	if j.RetryBackoff > 0 {
+		o = append(o, client.WithBackoff(j.RetryBackoff, max(j.RetryBackoff, client.DefaultMaxBackoff)))
+	}
+	return o
 }
 
 // newModel binds the job's model to the layout outputs of cfg.
@@ -106,7 +122,7 @@ func NewWorker(j *Job, progress io.Writer) (*Worker, error) {
 	if len(j.PS) == 0 {
 		return nil, fmt.Errorf("%w: no PS addresses", ErrConfig)
 	}
-	ps, err := client.New(j.PS)
+	ps, err := client.New(j.PS, j.clientOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
