@@ -288,7 +288,7 @@ func (a *consulAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.services[body["id"].(string)] = body
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/agent/service/deregister/"):
 		delete(a.services, strings.TrimPrefix(r.URL.Path, "/v1/agent/service/deregister/"))
-	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/agent/check/pass/service:"):
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/agent/check/pass/service:"):
 		a.passes[strings.TrimPrefix(r.URL.Path, "/v1/agent/check/pass/service:")]++
 	default:
 		http.NotFound(w, r)

@@ -245,7 +245,8 @@ func (c *Consul) startPass(id string) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				_, _ = c.do(ctx, http.MethodPut, "/v1/agent/check/pass/service:"+id, nil)
+				// GET, as Monolith's client sends it (a stock Consul agent wants PUT).
+				_, _ = c.do(ctx, http.MethodGet, "/v1/agent/check/pass/service:"+id, nil)
 			}
 		}
 	})

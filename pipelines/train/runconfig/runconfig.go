@@ -92,7 +92,7 @@ func Defaults() RunnerConfig {
 		MaxRPCDeadlineMillis: 30000, ChiefTimeoutSecs: 1800, SaveSummarySteps: 100, LogStepCountSteps: 100,
 		DiscoveryType: DiscoveryConsul, ZKWatchAddressFamily: "ipv4", TFGRPCWorkerCacheThreads: 16,
 		GRPCWorkerHandlerMultiple: 1.0, DisableNativeMetrics: true,
-		ConnectRetries: 3, RetryBackoffMs: 100, BarrierTimeoutMs: 10000,
+		ConnectRetries: 3, RetryBackoffMs: 50, BarrierTimeoutMs: 10000,
 	}
 }
 
@@ -284,7 +284,7 @@ type RunConfig struct {
 func RunDefaults() RunConfig {
 	return RunConfig{NumWorkers: 1, ChiefTimeoutSecs: 1800, MaxRPCDeadlineMillis: 30000, CheckpointsMaxToKeep: 10,
 		WarmupFile: "./warmup_file", DisableNativeMetrics: true, SaveSummarySteps: 100, LogStepCountSteps: 100,
-		ConnectRetries: 3, RetryBackoffMs: 100, BarrierTimeoutMs: 10000}
+		ConnectRetries: 3, RetryBackoffMs: 50, BarrierTimeoutMs: 10000}
 }
 
 // UserOverrides lists the fields the user set to something other than the default, in
