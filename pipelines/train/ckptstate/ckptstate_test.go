@@ -288,3 +288,30 @@ func FuzzParseMonolithState(f *testing.F) {
 		}
 	})
 }
+
+// TestPythonGoldens: files printed by Python's protobuf text_format (python3-protobuf,
+// written once by a helper session) parse and print back byte for byte.
+func TestPythonGoldens(t *testing.T) {
+	for _, name := range []string{"python_checkpoint.golden", "python_checkpoint_escapes.golden", "python_checkpoint_relative.golden"} {
+		b := readGolden(t, name)
+		s, err := ParseState(name, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := FormatState(s); string(got) != string(b) {
+			t.Errorf("%s:\n%s\nwant\n%s", name, got, b)
+		}
+	}
+	b := readGolden(t, "python_monolith_checkpoint.golden")
+	ms, err := ParseMonolithState("python_monolith_checkpoint.golden", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := FormatMonolithState(ms); string(got) != string(b) {
+		t.Errorf("monolith_checkpoint:\n%s\nwant\n%s", got, b)
+	}
+	want := readGolden(t, "python_ckpt_info.golden")
+	if got := FormatCkptInfo(map[int32]int64{17: 1000000000000, 0: 1, 102399: 7, 5: 3, 9: 0}); string(got) != string(want) {
+		t.Errorf("ckpt.info:\n%s\nwant\n%s", got, want)
+	}
+}
