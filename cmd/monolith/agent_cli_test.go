@@ -242,14 +242,6 @@ func TestAgentClient(t *testing.T) {
 	}
 }
 
-func TestPyRepr(t *testing.T) {
-	for in, want := range map[string]string{`ab`: `b'ab'`, `it's`: `b"it's"`, `'"`: `b'\'"'`, "a\nb\x00\xff": `b'a\nb\x00\xff'`} {
-		if got := pyRepr([]byte(in), true); got != want {
-			t.Errorf("pyRepr(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 // TestAgentMPS: a dense v1 conf with dense_service_num 2 runs two agents (this test binary
 // as monolith), child i with REPLICA_ID = 3 × 2 + i, each with its own TF Serving double;
 // both register dense:0 replicas, and cancelling the parent (SIGTERM) stops both, whose

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/monolith-go/monolith/internal/pytext"
 	"github.com/monolith-go/monolith/ps/discovery"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
@@ -164,36 +165,12 @@ func (c *agentClient) heartBeat(ctx context.Context, stub pb.AgentServiceClient,
 func addressListLines(l *pb.AddressList) []string {
 	var lines []string
 	for _, a := range l.GetAddress() {
-		lines = append(lines, `address: "`+textEscape(a)+`"`)
+		lines = append(lines, `address: "`+pytext.CEscape(a)+`"`)
 	}
 	if len(lines) == 0 {
 		return []string{""}
 	}
 	return lines
-}
-
-// textEscape is protobuf text format's string escaping (Python text_format, as_utf8 off):
-// \n \r \t \" \' \\ and three-digit octal for other bytes outside printable ASCII.
-func textEscape(s string) string {
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\n':
-			sb.WriteString(`\n`)
-		case c == '\r':
-			sb.WriteString(`\r`)
-		case c == '\t':
-			sb.WriteString(`\t`)
-		case c == '"' || c == '\'' || c == '\\':
-			sb.WriteByte('\\')
-			sb.WriteByte(c)
-		case c < 0x20 || c >= 0x7f:
-			fmt.Fprintf(&sb, `\%03o`, c)
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	return sb.String()
 }
 
 // getReplicas prints "PS 0  =>  ['a', 'b']".
@@ -204,7 +181,7 @@ func (c *agentClient) getReplicas(ctx context.Context, stub pb.AgentServiceClien
 	}
 	items := make([]string, len(resp.GetAddressList().GetAddress()))
 	for i, a := range resp.GetAddressList().GetAddress() {
-		items[i] = pyRepr([]byte(a), false)
+		items[i] = pytext.Repr(a)
 	}
 	fmt.Fprintf(c.out, "%s %d  =>  [%s]\n", pb.ServerType_name[int32(st)], task, strings.Join(items, ", "))
 	return nil
@@ -319,7 +296,7 @@ func (c *agentClient) list(ctx context.Context, z *zk.Client, what string) error
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.out, "%s %s\n", k, pyRepr(data, true))
+		fmt.Fprintf(c.out, "%s %s\n", k, pytext.BytesRepr(data))
 	}
 	return nil
 }
@@ -340,36 +317,4 @@ func (c *agentClient) clean(ctx context.Context, z *zk.Client, what string) erro
 		}
 	}
 	return nil
-}
-
-// pyRepr is Python's repr of bytes (b'...') or of an ASCII str ('...').
-func pyRepr(b []byte, isBytes bool) string {
-	q := byte('\'')
-	if strings.IndexByte(string(b), '\'') >= 0 && strings.IndexByte(string(b), '"') < 0 {
-		q = '"'
-	}
-	var sb strings.Builder
-	if isBytes {
-		sb.WriteByte('b')
-	}
-	sb.WriteByte(q)
-	for _, c := range b {
-		switch {
-		case c == q || c == '\\':
-			sb.WriteByte('\\')
-			sb.WriteByte(c)
-		case c == '\n':
-			sb.WriteString(`\n`)
-		case c == '\r':
-			sb.WriteString(`\r`)
-		case c == '\t':
-			sb.WriteString(`\t`)
-		case c < 0x20 || c >= 0x7f:
-			fmt.Fprintf(&sb, `\x%02x`, c)
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	sb.WriteByte(q)
-	return sb.String()
 }

@@ -1,13 +1,17 @@
-// Package pytext writes protobuf text the way Python's text_format prints it, for files
+// Package pytext writes text the way Python prints it — text_format escapes, float repr,
+// str and bytes repr — for files
 // Monolith's Python tools read or compare byte for byte (TF Serving configs, checkpoint
 // state files, checkpoint info).
 package pytext
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // CEscape escapes the UTF-8 bytes of s as Python's text_encoding.CEscape(as_utf8=False):
@@ -76,4 +80,77 @@ func Float(f float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+// Repr is Python 3's repr of a str: single quotes unless s has a single quote and no
+// double quote; backslash, the quote, \t \n \r escaped; other non-printable characters as
+// \xNN, \uNNNN or \UNNNNNNNN (bytes that are not UTF-8 as \xNN).
+func Repr(s string) string {
+	q := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		q = '"'
+	}
+	var sb strings.Builder
+	sb.WriteByte(q)
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && w == 1:
+			fmt.Fprintf(&sb, `\x%02x`, s[i])
+		case r == rune(q) || r == '\\':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case r == '\t':
+			sb.WriteString(`\t`)
+		case r == '\n':
+			sb.WriteString(`\n`)
+		case r == '\r':
+			sb.WriteString(`\r`)
+		case r < 0x80 && (r < 0x20 || r == 0x7f):
+			fmt.Fprintf(&sb, `\x%02x`, r)
+		case r < 0x80 || unicode.IsPrint(r):
+			sb.WriteRune(r)
+		case r <= 0xff:
+			fmt.Fprintf(&sb, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(&sb, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&sb, `\U%08x`, r)
+		}
+		i += w
+	}
+	sb.WriteByte(q)
+	return sb.String()
+}
+
+// BytesRepr is Python 3's repr of bytes: b'…' (double quotes when b has a single quote and
+// no double quote), backslash, the quote, \t \n \r escaped, other bytes outside printable
+// ASCII as \xNN.
+func BytesRepr(b []byte) string {
+	q := byte('\'')
+	if bytes.IndexByte(b, '\'') >= 0 && bytes.IndexByte(b, '"') < 0 {
+		q = '"'
+	}
+	var sb strings.Builder
+	sb.WriteByte('b')
+	sb.WriteByte(q)
+	for _, c := range b {
+		switch {
+		case c == q || c == '\\':
+			sb.WriteByte('\\')
+			sb.WriteByte(c)
+		case c == '\n':
+			sb.WriteString(`\n`)
+		case c == '\r':
+			sb.WriteString(`\r`)
+		case c == '\t':
+			sb.WriteString(`\t`)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&sb, `\x%02x`, c)
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	sb.WriteByte(q)
+	return sb.String()
 }

@@ -23,3 +23,16 @@ func TestFloat(t *testing.T) {
 		}
 	}
 }
+
+func TestRepr(t *testing.T) {
+	for in, want := range map[string]string{`ab`: `'ab'`, `it's`: `"it's"`, `'"`: `'\'"'`, "a\nb\x00": `'a\nb\x00'`, "é\u2028": `'é\u2028'`, "\xff": `'\xff'`} {
+		if got := Repr(in); got != want {
+			t.Errorf("Repr(%q) = %s, want %s", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{`ab`: `b'ab'`, `it's`: `b"it's"`, `'"`: `b'\'"'`, "a\nb\x00\xff": `b'a\nb\x00\xff'`} {
+		if got := BytesRepr([]byte(in)); got != want {
+			t.Errorf("BytesRepr(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/monolith-go/monolith/internal/pytext"
 )
@@ -72,15 +70,15 @@ func pyRepr(v any) string {
 		keys := x.Names()
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = pyQuote(k) + ": " + pyRepr(x.params[k].value)
+			parts[i] = pytext.Repr(k) + ": " + pyRepr(x.params[k].value)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case Reprer:
-		return pyQuote(x.Repr())
+		return pytext.Repr(x.Repr())
 	case fmt.Stringer:
 		return x.String()
 	case string:
-		return pyQuote(x)
+		return pytext.Repr(x)
 	case bool:
 		if x {
 			return "True"
@@ -111,7 +109,7 @@ func pyRepr(v any) string {
 	case reflect.Float64:
 		return pytext.Float(rv.Float())
 	case reflect.String:
-		return pyQuote(rv.String())
+		return pytext.Repr(rv.String())
 	case reflect.Bool:
 		return pyRepr(rv.Bool())
 	case reflect.Slice, reflect.Array:
@@ -191,47 +189,6 @@ func reprMap(rv reflect.Value) string {
 		parts[i] = k.repr + ": " + pyRepr(rv.MapIndex(k.key).Interface())
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// pyQuote is Python 3's repr of a str: single quotes unless s has a single quote and no
-// double quote; backslash, the quote, \t \n \r escaped; other non-printable characters as
-// \xNN, \uNNNN or \UNNNNNNNN (bytes that are not UTF-8 as \xNN).
-func pyQuote(s string) string {
-	q := byte('\'')
-	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		q = '"'
-	}
-	var sb strings.Builder
-	sb.WriteByte(q)
-	for i := 0; i < len(s); {
-		r, w := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && w == 1:
-			fmt.Fprintf(&sb, `\x%02x`, s[i])
-		case r == rune(q) || r == '\\':
-			sb.WriteByte('\\')
-			sb.WriteRune(r)
-		case r == '\t':
-			sb.WriteString(`\t`)
-		case r == '\n':
-			sb.WriteString(`\n`)
-		case r == '\r':
-			sb.WriteString(`\r`)
-		case r < 0x80 && (r < 0x20 || r == 0x7f):
-			fmt.Fprintf(&sb, `\x%02x`, r)
-		case r < 0x80 || unicode.IsPrint(r):
-			sb.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(&sb, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&sb, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&sb, `\U%08x`, r)
-		}
-		i += w
-	}
-	sb.WriteByte(q)
-	return sb.String()
 }
 
 // pyTypeName prints the Python class a value stands for, as str(type(v)) does:
