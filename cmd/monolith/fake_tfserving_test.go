@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/syncbuf"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/tfs"
 )
@@ -35,7 +36,7 @@ func TestFakeTFServingCommand(t *testing.T) {
 		"--fake_step=5ms"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- runFakeTFServing(ctx, args, nil, stderr) }()
 
@@ -99,7 +100,7 @@ func TestFakeTFServingFlags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // serve nothing: returns once the server is built
-			err := runFakeTFServing(ctx, append([]string{"--port=0"}, tt.args...), nil, &syncBuffer{})
+			err := runFakeTFServing(ctx, append([]string{"--port=0"}, tt.args...), nil, &syncbuf.Buffer{})
 			switch {
 			case tt.usage:
 				if !errors.Is(err, errUsage) {

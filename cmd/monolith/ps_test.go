@@ -9,10 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/ps/table"
 	"github.com/monolith-go/monolith/schemas/pspb"
@@ -20,28 +20,10 @@ import (
 
 var psTables = filepath.Join("..", "..", "testdata", "ps_tables.pbtxt")
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // psProc is a `monolith ps` running in process.
 type psProc struct {
 	addr   string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -52,7 +34,7 @@ var listeningRE = regexp.MustCompile(`ps shard (\d+)/(\d+) listening on ([0-9.:]
 func startPS(t *testing.T, args ...string) *psProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &psProc{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	p := &psProc{stderr: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- run(ctx, append([]string{"ps"}, args...), &bytes.Buffer{}, p.stderr) }()
 	t.Cleanup(func() {
 		cancel()

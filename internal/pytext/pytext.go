@@ -1,7 +1,6 @@
 // Package pytext writes text the way Python prints it — text_format escapes, float repr,
-// str and bytes repr — for files
-// Monolith's Python tools read or compare byte for byte (TF Serving configs, checkpoint
-// state files, checkpoint info).
+// str and bytes repr — for files and outputs Monolith's Python tools read or compare byte
+// for byte (TF Serving configs, checkpoint state files, checkpoint info, agent-client).
 package pytext
 
 import (

@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/io/recordio"
@@ -460,24 +460,6 @@ func TestTablesConfig(t *testing.T) {
 	}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestPSHealthStopsTraining: with a PS memory limit every process exceeds, the health
 // check reports once, the workers stop at a step boundary, and Run returns ErrPSUnhealthy
 // long before the 40 epochs are done; the job can then be run again on the same PS.
@@ -485,7 +467,7 @@ func TestPSHealthStopsTraining(t *testing.T) {
 	dir := t.TempDir()
 	c := plantedData(t, dir, 4000)
 	c.Epochs, c.EvalInput = 40, ""
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, loop := range []bool{false, true} {
 		t.Run(fmt.Sprintf("loop=%v", loop), func(t *testing.T) {
