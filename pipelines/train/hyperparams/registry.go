@@ -14,22 +14,13 @@ var (
 	ErrDuplicateModel = errors.New("duplicate model registered")
 	// ErrModelNotFound: Lookup or Params of a key never registered.
 	ErrModelNotFound = errors.New("model not found")
-	// ErrAbstract: Task of a ModelParams that does not override it.
-	ErrAbstract = errors.New("not implemented: abstract method")
 )
 
-// ModelParams is SingleTaskModelParams: it returns the params of a model's task.
+// ModelParams is SingleTaskModelParams: it returns the params of a model's task. The
+// reference's base class raising NotImplementedError is the interface itself: a model
+// without Task does not compile.
 type ModelParams interface {
 	Task() (*Params, error)
-}
-
-// UnimplementedModelParams is a ModelParams whose Task fails with ErrAbstract; embed it to
-// get the reference's base class.
-type UnimplementedModelParams struct{}
-
-// Task fails with ErrAbstract.
-func (UnimplementedModelParams) Task() (*Params, error) {
-	return nil, fmt.Errorf("%w: Task", ErrAbstract)
 }
 
 // ClassPathPrefix is removed from module paths in shortcut keys.
@@ -107,5 +98,9 @@ func (r *Registry) Params(key string) (*Params, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f().Task()
+	p, err := f().Task()
+	if err != nil {
+		return nil, fmt.Errorf("hyperparams: model %s: %w", key, err)
+	}
+	return p, nil
 }

@@ -14,7 +14,13 @@ func (m fmParams) Task() (*Params, error) {
 	return p, nil
 }
 
-type abstractParams struct{ UnimplementedModelParams }
+// errTask is the failure of a model whose Task fails.
+var errTask = errors.New("task params failed")
+
+// failingParams is a model whose Task fails; Params passes the error on.
+type failingParams struct{}
+
+func (failingParams) Task() (*Params, error) { return nil, errTask }
 
 func TestClassKey(t *testing.T) {
 	for _, tc := range []struct {
@@ -40,7 +46,7 @@ func TestRegistry(t *testing.T) {
 	if err != nil || key != "monolith.tasks.ads.params.fm.FM" {
 		t.Fatalf("Register = %q, %v", key, err)
 	}
-	if _, err := r.Register("plain", "Abstract", func() ModelParams { return abstractParams{} }); err != nil {
+	if _, err := r.Register("plain", "Abstract", func() ModelParams { return failingParams{} }); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(r.Keys(), " "); got != "ads.fm.FM monolith.tasks.ads.params.fm.FM plain.Abstract" {
@@ -54,7 +60,7 @@ func TestRegistry(t *testing.T) {
 	}{
 		{key: "ads.fm.FM", wantDim: 8},
 		{key: "monolith.tasks.ads.params.fm.FM", wantDim: 8},
-		{key: "plain.Abstract", err: ErrAbstract},
+		{key: "plain.Abstract", err: errTask, msg: "plain.Abstract"},
 		{key: "nope.M", err: ErrModelNotFound, msg: "nope.M (known models: ads.fm.FM, monolith.tasks.ads.params.fm.FM, plain.Abstract)"},
 	} {
 		p, err := r.Params(tc.key)
