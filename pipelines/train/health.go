@@ -54,19 +54,19 @@ func startHealth(ctx context.Context, ps *client.Client, barrier controller.Barr
 				return
 			case <-tick.C:
 			}
-			report, err := checkPS(ctx, ps)
+			lines, err := checkPS(ctx, ps)
 			if err != nil {
 				if ctx.Err() == nil {
 					log.Warn("PS health check failed", "err", err)
 				}
 				continue
 			}
-			if report == "" {
+			if len(lines) == 0 {
 				continue
 			}
-			log.Error(report)
+			log.Error(ErrPSUnhealthy.Error() + ":\n" + strings.Join(lines, "\n"))
 			h.mu.Lock()
-			h.err = fmt.Errorf("%w: %s", ErrPSUnhealthy, strings.TrimPrefix(report, ErrPSUnhealthy.Error()+":\n"))
+			h.err = fmt.Errorf("%w: %s", ErrPSUnhealthy, strings.Join(lines, "; "))
 			h.mu.Unlock()
 			stopWorkers(ctx, barrier, log)
 			return
@@ -75,29 +75,25 @@ func startHealth(ctx context.Context, ps *client.Client, barrier controller.Barr
 	return h
 }
 
-// checkPS asks every shard and returns Monolith's report of the unhealthy ones ("" when
-// all are healthy): "PS are not healthy:" then "PS {i}: {one-line text of the
-// MachineHealthResult}" per shard.
-func checkPS(ctx context.Context, ps *client.Client) (string, error) {
+// checkPS asks every shard and returns Monolith's report lines of the unhealthy ones,
+// "PS {i}: {one-line text of the MachineHealthResult}" (none when all are healthy).
+func checkPS(ctx context.Context, ps *client.Client) ([]string, error) {
 	resps, err := ps.HealthCheckAll(ctx, "ps")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var b strings.Builder
+	var lines []string
 	for i, r := range resps {
 		if len(r.GetMachineHealthResult()) == 0 {
 			continue
 		}
 		var m trainingpb.MachineHealthResult
 		if err := proto.Unmarshal(r.GetMachineHealthResult(), &m); err != nil {
-			return "", fmt.Errorf("PS %d: machine_health_result: %w", i, err)
+			return nil, fmt.Errorf("PS %d: machine_health_result: %w", i, err)
 		}
-		if b.Len() == 0 {
-			b.WriteString(ErrPSUnhealthy.Error() + ":")
-		}
-		fmt.Fprintf(&b, "\nPS %d: %s", i, prototext.MarshalOptions{}.Format(&m))
+		lines = append(lines, fmt.Sprintf("PS %d: %s", i, prototext.MarshalOptions{}.Format(&m)))
 	}
-	return b.String(), nil
+	return lines, nil
 }
 
 // stopWorkers places the barrier with ActionStop. A barrier an operator placed is

@@ -31,7 +31,6 @@ import (
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/ps/pause"
 	pb "github.com/monolith-go/monolith/schemas/controllerpb"
-	"github.com/monolith-go/monolith/schemas/pspb"
 )
 
 // AddrFile is the file in the model directory that holds the controller's address.
@@ -327,22 +326,3 @@ func Dial(modelDir string) (*Client, error) {
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.cc.Close() }
-
-// PSClient is the part of ps/client.Client a PSTrainer uses.
-type PSClient interface {
-	GlobalStep(ctx context.Context, increment int64, requestID string) (int64, error)
-	Save(ctx context.Context) ([]*pspb.SaveResponse, error)
-}
-
-// PSTrainer is the Trainer of a job whose state lives on parameter servers: the global
-// step is the PS's, and a checkpoint is a PS save of every shard.
-type PSTrainer struct{ PS PSClient }
-
-// GlobalStep reads the PS global step.
-func (t PSTrainer) GlobalStep(ctx context.Context) (int64, error) { return t.PS.GlobalStep(ctx, 0, "") }
-
-// SaveCheckpoint asks every PS shard for a checkpoint.
-func (t PSTrainer) SaveCheckpoint(ctx context.Context) error {
-	_, err := t.PS.Save(ctx)
-	return err
-}

@@ -80,7 +80,7 @@ func TestControllerService(t *testing.T) {
 	if err != nil || g0.Index() != 0 || g1.Index() != 1 {
 		t.Fatalf("joined as %d and %v (%v), want 0 and 1", g0.Index(), g1, err)
 	}
-	srv, err := Serve("", modelDir, b, PSTrainer{PS: ps}, nil)
+	srv, err := Serve("", modelDir, b, &Saver{PS: ps}, nil) // no save barrier: the workers here do not step
 	if err != nil {
 		t.Fatal(err)
 	}
