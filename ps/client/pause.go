@@ -47,7 +47,7 @@ func (b *TrainingBarrier) do(ctx context.Context, req *pspb.TrainingBarrierReque
 	})
 }
 
-func status2(r *pspb.TrainingBarrierResponse) pause.Status {
+func pauseStatus(r *pspb.TrainingBarrierResponse) pause.Status {
 	return pause.Status{Placed: r.GetPlaced(), Action: r.GetAction(), Blocked: r.GetBlockedIndices(), Unblocked: r.GetUnblockedIndices()}
 }
 
@@ -57,7 +57,7 @@ func (b *TrainingBarrier) Join(ctx context.Context) (int, pause.Status, error) {
 	if err != nil {
 		return 0, pause.Status{}, err
 	}
-	return int(r.GetIndex()), status2(r), nil
+	return int(r.GetIndex()), pauseStatus(r), nil
 }
 
 // Leave frees worker index i.
@@ -91,7 +91,7 @@ func (b *TrainingBarrier) Status(ctx context.Context) (pause.Status, error) {
 	if err != nil {
 		return pause.Status{}, err
 	}
-	return status2(r), nil
+	return pauseStatus(r), nil
 }
 
 // waitHold is how long one WAIT call is held by the server.

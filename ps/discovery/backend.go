@@ -253,45 +253,56 @@ func (z *ZK) Close() error {
 // /monolith/{job} itself: with force it is deleted with its children, otherwise its
 // existence is an error listing the children (zk_utils.clear_zk_path).
 func ClearZKPath(ctx context.Context, servers, job string, force bool, logger *slog.Logger) error {
-	z, err := NewZK(ctx, job, servers, logger)
+	list, err := ParseServers(servers)
 	if err != nil {
 		return err
 	}
-	defer z.Close()
-	return z.clear(ctx, force, time.Now().Add(-9*7*24*time.Hour))
+	if job == "" || strings.ContainsAny(job, "/") {
+		return fmt.Errorf("%w: zk discovery job name %q", ErrInvalidArgument, job)
+	}
+	conn, err := connect(list, orDiscard(logger), nil)
+	if err != nil {
+		return fmt.Errorf("ps/discovery: clear /monolith/%s: %w", job, err)
+	}
+	defer conn.Close()
+	return retryZK(ctx, func() error { return clearJob(conn, "/monolith/"+job, force, time.Now().Add(-9*7*24*time.Hour)) })
 }
 
-func (z *ZK) clear(ctx context.Context, force bool, cutoff time.Time) error {
-	children, _, err := z.conn.Children("/monolith")
+// clearJob is ClearZKPath on a connection: old job folders are deleted, then prefix.
+func clearJob(conn *zk.Conn, prefix string, force bool, cutoff time.Time) error {
+	children, _, err := conn.Children("/monolith")
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("ps/discovery: clear /monolith: %w", err)
 	}
 	for _, c := range children {
 		p := "/monolith/" + c
-		if p == z.prefix {
+		if p == prefix {
 			continue
 		}
-		_, st, err := z.conn.Get(p)
+		_, st, err := conn.Get(p)
 		if err != nil {
 			continue
 		}
 		if time.UnixMilli(st.Mtime).Before(cutoff) {
-			if err := deleteRecursive(z.conn, p); err != nil {
+			if err := deleteRecursive(conn, p); err != nil {
 				return err
 			}
 		}
 	}
-	kids, _, err := z.conn.Children(z.prefix)
+	kids, _, err := conn.Children(prefix)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("ps/discovery: clear %s: %w", z.prefix, err)
+		return fmt.Errorf("ps/discovery: clear %s: %w", prefix, err)
 	}
 	if !force {
-		return fmt.Errorf("ps/discovery: %s exists with children %v (clear it with force)", z.prefix, kids)
+		return fmt.Errorf("ps/discovery: %s exists with children %v (clear it with force)", prefix, kids)
 	}
-	return deleteRecursive(z.conn, z.prefix)
+	return deleteRecursive(conn, prefix)
 }
 
 // deleteRecursive deletes p and everything under it.

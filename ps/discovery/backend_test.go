@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -160,7 +159,14 @@ func TestZKBackend(t *testing.T) {
 		}
 		b2.Close()
 	}
-	// ClearZKPath: without force an existing job folder is an error naming its children.
+	// ClearZKPath: a job that never ran is nothing to clear; without force an existing job
+	// folder is an error naming its children.
+	if err := ClearZKPath(ctx, srv.Addr(), "never-ran", false, log); err != nil {
+		t.Errorf("ClearZKPath of a job that never ran: %v", err)
+	}
+	if ok, _, _ := conn.Exists("/monolith/never-ran"); ok {
+		t.Error("ClearZKPath created the folder of a job that never ran")
+	}
 	if err := ClearZKPath(ctx, srv.Addr(), "job1", false, log); err == nil || !strings.Contains(err.Error(), "ps.1") {
 		t.Errorf("ClearZKPath without force: %v", err)
 	}
@@ -398,6 +404,5 @@ func FuzzTFConfig(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		_ = fmt.Sprint(b)
 	})
 }
