@@ -240,7 +240,7 @@ func GetState(dir, name string, o Options) (*tfcorepb.CheckpointState, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s, err := ReadState(dir, name)
-	for i := 0; err != nil && i < o.Retries; i++ {
+	for i := 0; err != nil && !errors.Is(err, ErrHDFSUnavailable) && i < o.Retries; i++ {
 		time.Sleep(time.Duration(i+1) * 10 * time.Millisecond)
 		s, err = ReadState(dir, name)
 	}
@@ -268,12 +268,14 @@ func GetState(dir, name string, o Options) (*tfcorepb.CheckpointState, error) {
 		s.ModelCheckpointPath = r
 		return s, nil
 	}
-	if !train || m != nil {
-		if m != nil {
-			log.Info("restore_ckpt applied by an earlier run; keeping the latest", "marker", marker, "latest", s.GetModelCheckpointPath())
-		}
+	switch {
+	case !train:
+		return s, nil
+	case m != nil:
+		log.Info("restore_ckpt applied by an earlier run; keeping the latest", "marker", marker, "latest", s.GetModelCheckpointPath())
 		return s, nil
 	}
+	// Training switches once: the marker makes later restarts keep newer checkpoints.
 	s.ModelCheckpointPath = r
 	if err := writeFile(marker, []byte(r)); err != nil {
 		return nil, err
