@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/monolith-go/monolith/internal/pytext"
 )
 
 // This file holds a small JSON codec that writes exactly what Python's json.dumps
@@ -81,56 +83,7 @@ func appendPyFloat(b []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(b, "-Infinity"...)
 	}
-	if f == 0 {
-		if math.Signbit(f) {
-			return append(b, "-0.0"...)
-		}
-		return append(b, "0.0"...)
-	}
-	// Shortest round-trip digits: "-d.ddde±XX".
-	var buf [32]byte
-	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
-	if e[0] == '-' {
-		b = append(b, '-')
-		e = e[1:]
-	}
-	mant, expText, _ := strings.Cut(string(e), "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	exp, _ := strconv.Atoi(expText) // always a valid small integer
-	decpt := exp + 1                // value = 0.DIGITS × 10^decpt
-	if decpt > -4 && decpt <= 16 {
-		switch {
-		case decpt <= 0:
-			b = append(b, "0."...)
-			b = append(b, strings.Repeat("0", -decpt)...)
-			b = append(b, digits...)
-		case decpt >= len(digits):
-			b = append(b, digits...)
-			b = append(b, strings.Repeat("0", decpt-len(digits))...)
-			b = append(b, ".0"...)
-		default:
-			b = append(b, digits[:decpt]...)
-			b = append(b, '.')
-			b = append(b, digits[decpt:]...)
-		}
-		return b
-	}
-	b = append(b, digits[0])
-	if len(digits) > 1 {
-		b = append(b, '.')
-		b = append(b, digits[1:]...)
-	}
-	b = append(b, 'e')
-	if exp < 0 {
-		b = append(b, '-')
-		exp = -exp
-	} else {
-		b = append(b, '+')
-	}
-	if exp < 10 {
-		b = append(b, '0')
-	}
-	return strconv.AppendInt(b, int64(exp), 10)
+	return append(b, pytext.Float(f)...)
 }
 
 // objWriter writes one JSON object with Python's separators (", " and ": ").
