@@ -22,12 +22,13 @@ func StringTensor(vals [][]byte) *tfcorepb.TensorProto {
 	}
 }
 
-// DefaultVocabSizes are tfs_client's vocabulary sizes of its random instances (slots 1…6).
-var DefaultVocabSizes = []int{5, 5, 5, 5, 5, 5}
-
 // RandomInstance is tfs_client's generate_random_instance: for slot i (slots default
-// 1…len(vocab)), vocab[i] v1 fids (slot << 54) | (i·max(vocab) + U{1…vocab[i]}).
+// 1…len(vocab)), vocab[i] v1 fids (slot << 54) | (i·max(vocab) + U{1…vocab[i]}). A nil
+// vocab is tfs_client's: six slots of 5.
 func RandomInstance(rng *rand.Rand, slots, vocab []int) (*parserpb.Instance, error) {
+	if vocab == nil {
+		vocab = []int{5, 5, 5, 5, 5, 5}
+	}
 	if len(vocab) == 0 {
 		return nil, fmt.Errorf("tfs: random instance: no vocabulary sizes")
 	}

@@ -24,7 +24,7 @@ func TestInstanceTensor(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	insts := make([]*parserpb.Instance, 256)
 	for i := range insts {
-		inst, err := RandomInstance(rng, nil, DefaultVocabSizes)
+		inst, err := RandomInstance(rng, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestInstanceTensor(t *testing.T) {
 	if len(back.GetFid()) != 30 {
 		t.Errorf("%d fids, want 30", len(back.GetFid()))
 	}
-	for _, bad := range []struct{ slots, vocab []int }{{nil, nil}, {[]int{1, 2}, []int{5}}, {nil, []int{0}}, {[]int{1 << 10}, []int{5}}} {
+	for _, bad := range []struct{ slots, vocab []int }{{nil, []int{}}, {[]int{1, 2}, []int{5}}, {nil, []int{0}}, {[]int{1 << 10}, []int{5}}} {
 		if _, err := RandomInstance(rng, bad.slots, bad.vocab); err == nil {
 			t.Errorf("RandomInstance(%v, %v) succeeded", bad.slots, bad.vocab)
 		}

@@ -52,8 +52,10 @@ type Layer struct {
 	children map[string]any
 }
 
-// LayerClass is the Class of a plain Layer.
-var LayerClass = &Class{Name: "BaseLayer", New: func(p *Params) (any, error) { return NewLayer(p) }}
+// LayerClass returns the Class of a plain Layer.
+func LayerClass() *Class {
+	return &Class{Name: "BaseLayer", New: func(p *Params) (any, error) { return NewLayer(p) }}
+}
 
 // LayerParams returns the params of a layer class: "cls" and "name", the name defaulting to
 // the class name (BaseLayer.params()).

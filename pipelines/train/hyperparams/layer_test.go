@@ -8,7 +8,7 @@ import (
 
 // TestCreateChild ports base_layer_test.py test_create_child.
 func TestCreateChild(t *testing.T) {
-	p := LayerParams(LayerClass)
+	p := LayerParams(LayerClass())
 	must(t, p.Set("name", "test"))
 	v, err := Instantiate(p)
 	if err != nil {
@@ -27,7 +27,7 @@ func TestCreateChild(t *testing.T) {
 
 // TestCreateChildren ports test_create_children.
 func TestCreateChildren(t *testing.T) {
-	p := LayerParams(LayerClass)
+	p := LayerParams(LayerClass())
 	must(t, p.Set("name", "test"))
 	v, err := Instantiate(p)
 	if err != nil {
@@ -42,7 +42,7 @@ func TestCreateChildren(t *testing.T) {
 }
 
 func TestLayerNames(t *testing.T) {
-	parent, err := NewLayer(LayerParams(LayerClass).MustDefine("units", 1, ""))
+	parent, err := NewLayer(LayerParams(LayerClass()).MustDefine("units", 1, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLayerNames(t *testing.T) {
 		{"unnamed child takes the parent's name", func(ps []*Params) error { return parent.CreateChild("c", ps[0]) }, []string{"BaseLayer"}},
 		{"unnamed children are name_i", func(ps []*Params) error { return parent.CreateChildren("kids", ps) }, []string{"kids_0", "kids_1", "kept"}},
 	} {
-		ps := []*Params{LayerParams(LayerClass), LayerParams(LayerClass), LayerParams(LayerClass)}
+		ps := []*Params{LayerParams(LayerClass()), LayerParams(LayerClass()), LayerParams(LayerClass())}
 		for _, p := range ps[:2] {
 			must(t, p.Set("name", ""))
 		}
@@ -78,7 +78,7 @@ func TestLayerNames(t *testing.T) {
 }
 
 func TestLayerErrors(t *testing.T) {
-	noName := LayerParams(LayerClass)
+	noName := LayerParams(LayerClass())
 	must(t, noName.Set("name", ""))
 	if _, err := NewLayer(noName); err == nil || !strings.Contains(err.Error(), `must have a "name"`) {
 		t.Errorf("NewLayer without a name: %v", err)
@@ -89,15 +89,15 @@ func TestLayerErrors(t *testing.T) {
 	if _, err := Instantiate(New()); !errors.Is(err, ErrUnknown) {
 		t.Errorf("Instantiate of plain Params: %v", err)
 	}
-	l, _ := NewLayer(LayerParams(LayerClass))
+	l, _ := NewLayer(LayerParams(LayerClass()))
 	bad := LayerParams(&Class{Name: "Broken", New: func(*Params) (any, error) { return nil, errors.New("boom") }})
 	if err := l.CreateChild("x", bad); err == nil || !strings.Contains(err.Error(), "child x: boom") {
 		t.Errorf("CreateChild of a failing class: %v", err)
 	}
-	if err := l.CreateChildren("xs", []*Params{LayerParams(LayerClass), bad}); err == nil || !strings.Contains(err.Error(), "child xs[1]: boom") {
+	if err := l.CreateChildren("xs", []*Params{LayerParams(LayerClass()), bad}); err == nil || !strings.Contains(err.Error(), "child xs[1]: boom") {
 		t.Errorf("CreateChildren of a failing class: %v", err)
 	}
-	frozen := LayerParams(LayerClass)
+	frozen := LayerParams(LayerClass())
 	must(t, frozen.Set("name", ""))
 	frozen.Freeze()
 	if err := l.CreateChild("f", frozen); !errors.Is(err, ErrImmutable) {
