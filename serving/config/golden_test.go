@@ -57,6 +57,27 @@ func TestModelServerConfigTextSpec(t *testing.T) {
 	}
 }
 
+// S4: latest_once asks for one version whatever count it carries; the text says latest
+// { num_versions: 1 }, while latest keeps its count.
+func TestLatestOnceNumVersions(t *testing.T) {
+	once, err := GenModelConfig("m", "/b", "latest_once", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, err := GenModelConfig("n", "/c", "latest", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ModelServerConfigText([]ModelConfig{once, latest})
+	want := "model_config_list {\n" +
+		"  config {\n    name: \"m\"\n    base_path: \"/b\"\n    model_platform: \"tensorflow\"\n    model_version_policy {\n      latest {\n        num_versions: 1\n      }\n    }\n  }\n" +
+		"  config {\n    name: \"n\"\n    base_path: \"/c\"\n    model_platform: \"tensorflow\"\n    model_version_policy {\n      latest {\n        num_versions: 3\n      }\n    }\n  }\n" +
+		"}\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestGenModelConfig(t *testing.T) {
 	for _, tc := range []struct {
 		policy string

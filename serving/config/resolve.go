@@ -115,6 +115,17 @@ func envInt(env Env, key string, def int) (int, error) {
 	return n, nil
 }
 
+// TCEReplicaID is the reference's tce_replica_id: REPLICA_ID unless absent or -1, else the
+// pod-name hash (-1 without MY_POD_NAME). A REPLICA_ID that is not an integer is an error.
+func TCEReplicaID(env Env) (int, error) {
+	id, err := envInt(env, EnvReplicaID, -1)
+	if err != nil || id != -1 {
+		return id, err
+	}
+	pod, _ := env(EnvPodName)
+	return ReplicaIDFromPodName(pod), nil
+}
+
 // ReplicaIDFromPodName is the reference's replica_id_from_pod_name: hex digits 10–19 of the
 // MD5 of the pod name, base 16; -1 without a pod name.
 func ReplicaIDFromPodName(podName string) int {
@@ -162,12 +173,9 @@ func (c AgentConfig) Resolve(env Env, free PortFinder) (AgentConfig, error) {
 		return AgentConfig{}, err
 	}
 	if c.ReplicaID == nil || *c.ReplicaID == -1 {
-		id, err := envInt(env, EnvReplicaID, -1)
+		id, err := TCEReplicaID(env)
 		if err != nil {
 			return AgentConfig{}, err
-		}
-		if id == -1 {
-			id = ReplicaIDFromPodName(host.PodName)
 		}
 		c.ReplicaID = &id
 	}
@@ -311,13 +319,17 @@ func (c AgentConfig) Location() string {
 }
 
 // PathPrefix is the agent's ZooKeeper service prefix: /{bzid}/service/{base_name}, plus
-// /{idc}:{cluster} when dc_aware (and the location is known).
-func (c AgentConfig) PathPrefix() string {
+// /{idc}:{cluster} when dc_aware. dc_aware without a known data centre is an error (the
+// reference joins a None location into the path and dies with a TypeError).
+func (c AgentConfig) PathPrefix() (string, error) {
 	p := path.Join("/", c.BZID, "service", c.BaseName)
-	if c.DCAware && c.Location() != "" {
+	if c.DCAware {
+		if c.Location() == "" {
+			return "", fmt.Errorf("serving/config: dc_aware needs the data centre: set %s and one of %s, %s, %s", EnvInternalIDC, EnvLogicalCluster, EnvTCECluster, EnvPhysicalCluster)
+		}
 		p += "/" + c.Location()
 	}
-	return p
+	return p, nil
 }
 
 // LayoutPath is layout_pattern when absolute, else /{bzid}/layouts/{layout_pattern}.

@@ -146,13 +146,18 @@ func TestResolveRules(t *testing.T) {
 			if h.IDC != "lf" || h.Cluster != "default" || h.ShardID != 3 || h.PSM != "p.s.m" || h.TCECluster != "Default" {
 				return fmt.Sprintf("host %+v", h)
 			}
-			if c.Location() != "lf:default" || c.PathPrefix() != "/b/service/m/lf:default" || c.ContainerCluster() != "p.s.m;lf;default" {
-				return fmt.Sprintf("%q %q %q", c.Location(), c.PathPrefix(), c.ContainerCluster())
+			if p, err := c.PathPrefix(); c.Location() != "lf:default" || p != "/b/service/m/lf:default" || err != nil || c.ContainerCluster() != "p.s.m;lf;default" {
+				return fmt.Sprintf("%q %q %v %q", c.Location(), p, err, c.ContainerCluster())
 			}
 			return ""
 		}, ""},
+		{"dc_aware without a data centre", "deploy_type ps\nbzid b\nbase_name m\ndc_aware true", map[string]string{"TCE_CLUSTER": "c"}, func(c AgentConfig) string {
+			p, err := c.PathPrefix()
+			return ifNot(err != nil && strings.Contains(err.Error(), "dc_aware needs the data centre: set TCE_INTERNAL_IDC"), "%q, %v", p, err)
+		}, ""},
 		{"logical cluster first", "deploy_type ps\nbzid b\nbase_name m", map[string]string{"TCE_LOGICAL_CLUSTER": "Lc", "TCE_CLUSTER": "c"}, func(c AgentConfig) string {
-			return ifNot(c.Host.Cluster == "lc" && c.PathPrefix() == "/b/service/m" && c.ContainerCluster() == "unknown;None;lc", "%q %q", c.PathPrefix(), c.ContainerCluster())
+			p, err := c.PathPrefix()
+			return ifNot(c.Host.Cluster == "lc" && p == "/b/service/m" && err == nil && c.ContainerCluster() == "unknown;None;lc", "%q %v %q", p, err, c.ContainerCluster())
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,5 +245,26 @@ func TestLayoutPath(t *testing.T) {
 	c.LayoutPattern = "/gip/layout"
 	if p, _ := c.LayoutPath(); p != "/gip/layout" {
 		t.Errorf("absolute: %q", p)
+	}
+}
+
+func TestTCEReplicaID(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+		err  bool
+	}{
+		{map[string]string{"REPLICA_ID": "7"}, 7, false},
+		{map[string]string{"REPLICA_ID": " 7 "}, 7, false},
+		{map[string]string{"REPLICA_ID": "-1"}, -1, false},
+		{map[string]string{}, -1, false},
+		{map[string]string{"REPLICA_ID": "-1", "MY_POD_NAME": "pod-a"}, ReplicaIDFromPodName("pod-a"), false},
+		{map[string]string{"MY_POD_NAME": "pod-a"}, ReplicaIDFromPodName("pod-a"), false},
+		{map[string]string{"REPLICA_ID": "x"}, 0, true},
+	} {
+		got, err := TCEReplicaID(MapEnv(tc.env))
+		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
+			t.Errorf("TCEReplicaID(%v) = %d, %v; want %d (error %v)", tc.env, got, err, tc.want, tc.err)
+		}
 	}
 }

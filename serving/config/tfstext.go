@@ -67,8 +67,8 @@ const EmptyModelServerConfigText = "model_config_list {}"
 
 // ModelServerConfigText renders a ModelServerConfig with the given model_config_list in
 // protobuf text format, byte for byte as Python's text_format.MessageToString does. A
-// latest_once policy is written as latest with the same num_versions (S4; see
-// UsesLatestOnce to log it).
+// latest_once policy is written as latest { num_versions: 1 } whatever its version count
+// (S4; see UsesLatestOnce to log it).
 func ModelServerConfigText(models []ModelConfig) string {
 	w := &textWriter{}
 	w.open("model_config_list")
@@ -79,7 +79,11 @@ func ModelServerConfigText(models []ModelConfig) string {
 		w.str("model_platform", m.ModelPlatform)
 		w.open("model_version_policy")
 		switch m.Policy {
-		case PolicyLatest, PolicyLatestOnce:
+		case PolicyLatestOnce:
+			w.open("latest")
+			w.scalar("num_versions", "1", true)
+			w.close()
+		case PolicyLatest:
 			w.open("latest")
 			if len(m.Versions) > 0 {
 				w.scalar("num_versions", strconv.FormatInt(m.Versions[0], 10), m.Versions[0] != 0)

@@ -245,6 +245,10 @@ func (w *Wrapper) Stop(ctx context.Context) error {
 }
 
 // lineLogger logs each complete line written to it.
+// maxLogLine bounds a line of the child's output held while waiting for its newline; a
+// longer one is logged in pieces of this size.
+const maxLogLine = 64 << 10
+
 type lineLogger struct {
 	log *slog.Logger
 	mu  sync.Mutex
@@ -258,10 +262,18 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 	for {
 		i := bytes.IndexByte(l.buf, '\n')
 		if i < 0 {
-			break
+			if len(l.buf) < maxLogLine {
+				break
+			}
+			l.log.Info("TF Serving", "tfs", string(l.buf[:maxLogLine]))
+			l.buf = l.buf[maxLogLine:]
+			continue
 		}
 		l.log.Info("TF Serving", "tfs", string(l.buf[:i]))
 		l.buf = l.buf[i+1:]
+	}
+	if len(l.buf) == 0 {
+		l.buf = l.buf[:0:0] // let the consumed backing array go
 	}
 	return len(p), nil
 }

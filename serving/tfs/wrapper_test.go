@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -224,3 +225,58 @@ func TestBinaryFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// The child's output is logged a line at a time, across writes; a line that never ends is
+// logged in maxLogLine pieces instead of being held without bound.
+func TestLineLogger(t *testing.T) {
+	long := strings.Repeat("x", 2*maxLogLine+5)
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		flush  bool
+		want   []string
+	}{
+		{"lines", []string{"a\nb\n"}, false, []string{"a", "b"}},
+		{"split write", []string{"ab", "c\nd"}, false, []string{"abc"}},
+		{"flush tail", []string{"ab", "c\nd"}, true, []string{"abc", "d"}},
+		{"empty line", []string{"\n"}, false, []string{""}},
+		{"unbounded line", []string{long[:maxLogLine-1], long[maxLogLine-1:]}, true,
+			[]string{long[:maxLogLine], long[maxLogLine : 2*maxLogLine], long[2*maxLogLine:]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			h := &recordHandler{lines: &got}
+			l := &lineLogger{log: slog.New(h)}
+			for _, w := range tc.writes {
+				if n, err := l.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("Write: %d, %v", n, err)
+				}
+			}
+			if len(l.buf) > maxLogLine {
+				t.Errorf("holds %d bytes", len(l.buf))
+			}
+			if tc.flush {
+				l.flush()
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("logged %d lines %.40q, want %d %.40q", len(got), got, len(tc.want), tc.want)
+			}
+		})
+	}
+}
+
+// recordHandler keeps the "tfs" attribute of every record.
+type recordHandler struct{ lines *[]string }
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "tfs" {
+			*h.lines = append(*h.lines, a.Value.String())
+		}
+		return true
+	})
+	return nil
+}
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
