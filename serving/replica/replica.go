@@ -12,8 +12,7 @@
 // tests: the reconciliation poll re-creates an own node deleted by someone else in the same
 // session (the reference's substring match could hit replica 11 for replica 1); a replica
 // node whose JSON does not decode is left out with a log line (the reference's watch
-// crashed); replica_id -1 for an entry (a sequential node in the reference) is an error
-// "not implemented"; the metrics loop is not ported (the reference's metrics client is a
+// crashed); the metrics loop is not ported (the reference's metrics client is a
 // no-op in open source).
 package replica
 
@@ -378,6 +377,11 @@ type Manager struct {
 	// ownMu serialises the writes of own nodes (updates and re-creations) and guards
 	// their metas.
 	ownMu sync.Mutex
+	// prefix and meta build the own nodes; replica is the replica id (-1 until Start
+	// registers a sequential entry when the config has none).
+	prefix  string
+	meta    func(grpc, archon int) datadef.ReplicaMeta
+	replica int
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -399,12 +403,13 @@ func NewManager(client *zk.Client, cfg config.AgentConfig, status StatusSource, 
 	if opts.Env == nil {
 		opts.Env = config.OSEnv()
 	}
-	m := &Manager{client: client, cfg: cfg, status: status, opts: opts, log: orDiscard(opts.Logger)}
+	m := &Manager{client: client, cfg: cfg, status: status, opts: opts, log: orDiscard(opts.Logger), replica: -1}
 	m.watcher = NewWatcher(client, cfg, opts.Logger)
 	replica := -1
 	if cfg.ReplicaID != nil {
 		replica = *cfg.ReplicaID
 	}
+	m.replica = replica
 	host, hostV6 := hostAddresses(opts.Env)
 	meta := func(grpc, archon int) datadef.ReplicaMeta {
 		rm := datadef.NewReplicaMeta()
@@ -414,15 +419,28 @@ func NewManager(client *zk.Client, cfg config.AgentConfig, status StatusSource, 
 		rm.ArchonAddressIPv6 = datadef.Some("[" + hostV6 + "]:" + strconv.Itoa(archon))
 		return rm
 	}
-	prefix := cfg.PathPrefix()
+	prefix, err := cfg.PathPrefix()
+	if err != nil {
+		return nil, err
+	}
+	m.prefix, m.meta = prefix, meta
 	dt := cfg.DeployType
 	if dt == config.DeployMixed || dt == config.DeployEntry {
-		if replica < 0 {
-			return nil, errors.New("serving/replica: not implemented: entry registration without a replica id (sequential node); set REPLICA_ID or MY_POD_NAME")
-		}
-		m.own = append(m.own, &ownNode{name: "entry", path: fmt.Sprintf("%s/entry:0/%011d", prefix, replica),
-			meta: meta(cfg.TFSEntryPort, cfg.TFSEntryArchonPort)})
+		entry := &ownNode{name: "entry", meta: meta(cfg.TFSEntryPort, cfg.TFSEntryArchonPort)}
+		if replica >= 0 {
+			entry.path = fmt.Sprintf("%s/entry:0/%011d", prefix, replica)
+		} // else Start creates a sequential node and takes its number as the replica id
+		m.own = append(m.own, entry)
 	}
+	if replica >= 0 || len(m.own) == 0 {
+		m.addPSDense(replica)
+	}
+	return m, nil
+}
+
+// addPSDense adds the agent's ps and dense nodes for replica id r.
+func (m *Manager) addPSDense(r int) {
+	cfg, dt := m.cfg, m.cfg.DeployType
 	if dt == config.DeployMixed || dt == config.DeployPS {
 		numShard := 1
 		if cfg.NumShard != nil && *cfg.NumShard > 0 {
@@ -432,15 +450,14 @@ func NewManager(client *zk.Client, cfg config.AgentConfig, status StatusSource, 
 		for i := 0; i < cfg.NumPS; i++ {
 			if i%numShard == shard {
 				m.own = append(m.own, &ownNode{name: "ps_" + strconv.Itoa(i),
-					path: fmt.Sprintf("%s/ps:%d/%d", prefix, i, replica), meta: meta(cfg.TFSPSPort, cfg.TFSPSArchonPort)})
+					path: fmt.Sprintf("%s/ps:%d/%d", m.prefix, i, r), meta: m.meta(cfg.TFSPSPort, cfg.TFSPSArchonPort)})
 			}
 		}
 	}
 	if cfg.DenseAlone && (dt == config.DeployMixed || dt == config.DeployDense) {
-		m.own = append(m.own, &ownNode{name: "dense_0", path: fmt.Sprintf("%s/dense:0/%d", prefix, replica),
-			meta: meta(cfg.TFSDensePort, cfg.TFSDenseArchonPort)})
+		m.own = append(m.own, &ownNode{name: "dense_0", path: fmt.Sprintf("%s/dense:0/%d", m.prefix, r),
+			meta: m.meta(cfg.TFSDensePort, cfg.TFSDenseArchonPort)})
 	}
-	return m, nil
 }
 
 // hostAddresses is the updater's host rule: MY_HOST_IP or the hostname's address (0.0.0.0
@@ -479,13 +496,26 @@ func hostAddresses(env config.Env) (v4, v6 string) {
 // Watcher is the manager's view of every replica.
 func (m *Manager) Watcher() *Watcher { return m.watcher }
 
-// OwnPaths lists the agent's replica nodes.
+// OwnPaths lists the agent's replica nodes. Without a configured replica id, the entry's
+// path and the ps and dense nodes are known only after Start.
 func (m *Manager) OwnPaths() []string {
-	out := make([]string, len(m.own))
-	for i, o := range m.own {
-		out[i] = o.path
+	m.ownMu.Lock()
+	defer m.ownMu.Unlock()
+	out := make([]string, 0, len(m.own))
+	for _, o := range m.own {
+		if o.path != "" {
+			out = append(out, o.path)
+		}
 	}
 	return out
+}
+
+// ReplicaID is the agent's replica id: the configured one, or after Start the number of its
+// sequential entry node; -1 before that.
+func (m *Manager) ReplicaID() int {
+	m.ownMu.Lock()
+	defer m.ownMu.Unlock()
+	return m.replica
 }
 
 // GetReplicas and GetAllReplicas answer AgentService v1 from the Watcher.
@@ -516,7 +546,13 @@ func (m *Manager) IsDenseSetStarted() bool {
 // Start registers the agent's nodes (state UNKNOWN), installs the watches and starts the
 // update and reconciliation loops.
 func (m *Manager) Start(ctx context.Context) error {
+	if err := m.registerSequentialEntry(ctx); err != nil {
+		return err
+	}
 	for _, o := range m.own {
+		if o.path == "" {
+			continue // the sequential entry, registered above
+		}
 		if err := m.client.SetEphemeral(ctx, o.path, o.meta.Serialize()); err != nil {
 			return fmt.Errorf("serving/replica: register %s: %w", o.path, err)
 		}
@@ -528,6 +564,31 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.cancel = cancel
 	m.loop(loopCtx, m.opts.UpdateInterval, m.updateOnce)
 	m.loop(loopCtx, m.opts.PollInterval, m.pollOnce)
+	return nil
+}
+
+// registerSequentialEntry is the reference's registration without a replica id: the entry
+// node is created ephemeral-sequential from {prefix}/entry:0/0, so ZooKeeper's 10-digit
+// counter makes an 11-digit name, and that number becomes the replica id of the entry and of
+// the agent's ps and dense nodes.
+func (m *Manager) registerSequentialEntry(ctx context.Context) error {
+	if len(m.own) == 0 || m.own[0].name != "entry" || m.own[0].path != "" {
+		return nil
+	}
+	e := m.own[0]
+	p, err := m.client.CreateEphemeralSequential(ctx, m.prefix+"/entry:0/0", e.meta.Serialize())
+	if err != nil {
+		return fmt.Errorf("serving/replica: register %s/entry:0 (sequential): %w", m.prefix, err)
+	}
+	r, err := strconv.Atoi(p[strings.LastIndexByte(p, '/')+1:])
+	if err != nil {
+		return fmt.Errorf("serving/replica: sequential entry node %s: %w", p, err)
+	}
+	m.ownMu.Lock()
+	e.path, m.replica = p, r
+	m.addPSDense(r)
+	m.ownMu.Unlock()
+	m.log.Info("replica id from the sequential entry node", "path", p, "replica_id", r)
 	return nil
 }
 

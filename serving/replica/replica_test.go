@@ -286,13 +286,51 @@ func TestOwnNodeExactMatch(t *testing.T) {
 
 func TestNewManagerRejects(t *testing.T) {
 	cfg := config.Default()
-	cfg.BZID, cfg.BaseName, cfg.DeployType = "gip", "m", config.DeployEntry
-	minus := -1
-	cfg.ReplicaID = &minus
+	cfg.BZID, cfg.BaseName, cfg.DeployType, cfg.DCAware = "gip", "m", config.DeployEntry, true
 	if _, err := NewManager(nil, cfg, &TFSMonitor{}, Options{Env: testEnv}); err == nil {
-		t.Error("entry with replica_id -1 accepted")
+		t.Error("dc_aware without a data centre accepted")
 	}
 	if _, err := NewManager(nil, cfg, nil, Options{}); err == nil {
 		t.Error("no status source accepted")
+	}
+}
+
+// TestSequentialEntry: without a replica id the entry node is created sequential from
+// entry:0/0 (11 digits), that number becomes the replica id of the ps nodes, and after a
+// session expiry the nodes come back at the same paths.
+func TestSequentialEntry(t *testing.T) {
+	srv := zktest.Start(t)
+	proxy := srv.NewProxy(t)
+	psPort := fakeTFS(t, "ps_0")
+	entryPort := fakeTFS(t, "entry")
+	ctx := context.Background()
+	direct := connect(t, srv.Servers())
+	// Another entry replica registered first: the counter of entry:0 moves on.
+	if _, err := direct.CreateEphemeralSequential(ctx, "/gip/service/test_ffm_model/entry:0/0", replicaJSON("10.9.9.9:1", datadef.ModelStateAvailable)); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, proxy.Servers())
+	m := startManager(t, c, mixedConfig(t, proxy.Servers(), -1, 1, false, entryPort, psPort), time.Hour)
+	want := []string{"/gip/service/test_ffm_model/entry:0/00000000001", "/gip/service/test_ffm_model/ps:0/1"}
+	if got := m.OwnPaths(); !slices.Equal(got, want) || m.ReplicaID() != 1 {
+		t.Fatalf("own paths %q, replica %d; want %q, 1", got, m.ReplicaID(), want)
+	}
+	exist := func() bool {
+		for _, p := range want {
+			if _, st, err := direct.Get(ctx, p); err != nil || st.EphemeralOwner != c.SessionID() {
+				return false
+			}
+		}
+		return true
+	}
+	eventually(t, exist, func() string { return "own nodes missing" })
+	old := c.SessionID()
+	proxy.ExpireSessions(t, old)
+	eventually(t, func() bool { return c.SessionID() != old && !c.Lost() && exist() },
+		func() string { return fmt.Sprintf("after expiry: lost %v, nodes %v", c.Lost(), exist()) })
+	children, err := direct.Children(ctx, "/gip/service/test_ffm_model/entry:0")
+	slices.Sort(children)
+	if err != nil || !slices.Equal(children, []string{"00000000000", "00000000001"}) {
+		t.Errorf("entry:0 children %q, %v", children, err)
 	}
 }

@@ -435,6 +435,69 @@ func (c *Client) SetEphemeral(ctx context.Context, path string, data []byte) err
 	return c.assertEphemeral(ctx, path, data)
 }
 
+// CreateEphemeralSequential creates an ephemeral sequential node: ZooKeeper appends a
+// 10-digit counter to path, whose missing parents are created as persistent nodes. It
+// returns the created path and owns that node from then on exactly like SetEphemeral (it is
+// re-created at the same path after a session expiry). A create retried after a lost reply
+// adopts the node of this session holding the same data instead of making a second one.
+func (c *Client) CreateEphemeralSequential(ctx context.Context, path string, data []byte) (string, error) {
+	if err := checkPath(path); err != nil {
+		return "", err
+	}
+	data = slices.Clone(data)
+	c.ephMu.Lock()
+	defer c.ephMu.Unlock()
+	if err := c.ensure(ctx, path, false); err != nil {
+		return "", err
+	}
+	parent, base := path[:strings.LastIndexByte(path, '/')], path[strings.LastIndexByte(path, '/')+1:]
+	if parent == "" {
+		parent = "/"
+	}
+	var created string
+	attempt := 0
+	err := c.do(ctx, "create ephemeral sequential", path, func() error {
+		attempt++
+		if attempt > 1 {
+			if p, ok := c.findSequential(parent, base, data); ok {
+				created = p
+				return nil
+			}
+		}
+		p, err := c.conn.Create(path, data, gozk.FlagEphemeral|gozk.FlagSequence, openACL())
+		created = p
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	c.seq++
+	c.owned[created] = ownedNode{data: data, seq: c.seq}
+	c.mu.Unlock()
+	return created, nil
+}
+
+// findSequential looks under parent for a sequential child of base (base plus 10 digits)
+// that this session owns and that holds data.
+func (c *Client) findSequential(parent, base string, data []byte) (string, bool) {
+	children, _, err := c.conn.Children(parent)
+	if err != nil {
+		return "", false
+	}
+	for _, name := range children {
+		if len(name) != len(base)+10 || !strings.HasPrefix(name, base) {
+			continue
+		}
+		p := strings.TrimSuffix(parent, "/") + "/" + name
+		got, stat, err := c.conn.Get(p)
+		if err == nil && stat.EphemeralOwner == c.conn.SessionID() && string(got) == string(data) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // DeleteEphemeral forgets an owned node and deletes it; a missing node is not an error.
 func (c *Client) DeleteEphemeral(ctx context.Context, path string) error {
 	if err := checkPath(path); err != nil {

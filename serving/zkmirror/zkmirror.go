@@ -50,7 +50,7 @@ type Options struct {
 	// shards.
 	TCEShardID, NumTCEShard int
 	// ReplicaID is the host's replica (tce_replica_id: REPLICA_ID unless -1, else the
-	// pod-name hash; see TCEReplicaID).
+	// pod-name hash; see config.TCEReplicaID).
 	ReplicaID int
 	// LocalHost is this host's address (get_local_ip), used to find local replicas.
 	LocalHost string
@@ -58,18 +58,6 @@ type Options struct {
 	DeployType config.DeployType
 	// Logger receives the mirror's messages (nil: discard).
 	Logger *slog.Logger
-}
-
-// TCEReplicaID is the reference's tce_replica_id: REPLICA_ID unless absent or -1, else the
-// pod-name hash.
-func TCEReplicaID(env config.Env) int {
-	if v, ok := env(config.EnvReplicaID); ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n != -1 {
-			return n
-		}
-	}
-	pod, _ := env(config.EnvPodName)
-	return config.ReplicaIDFromPodName(pod)
 }
 
 // Mirror is the ZKMirror of one bzid.

@@ -269,19 +269,3 @@ func TestSessionExpiry(t *testing.T) {
 	eventually(t, func() bool { ok, err := direct.Exists(ctx, "/bzid/resource/2:2"); return err == nil && ok && !c.Lost() },
 		func() string { return "resource node not re-created after expiry" })
 }
-
-func TestTCEReplicaID(t *testing.T) {
-	for _, tc := range []struct {
-		env  map[string]string
-		want int
-	}{
-		{map[string]string{"REPLICA_ID": "7"}, 7},
-		{map[string]string{"REPLICA_ID": "-1"}, -1},
-		{map[string]string{}, -1},
-		{map[string]string{"REPLICA_ID": "-1", "MY_POD_NAME": "pod-a"}, config.ReplicaIDFromPodName("pod-a")},
-	} {
-		if got := TCEReplicaID(config.MapEnv(tc.env)); got != tc.want {
-			t.Errorf("TCEReplicaID(%v) = %d, want %d", tc.env, got, tc.want)
-		}
-	}
-}
