@@ -56,6 +56,11 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	env := config.OSEnv()
+	if os.Getenv(envMPSChild) != "" {
+		// An MPS child re-reads its parent's conf; the REPLICA_ID its parent computed
+		// (replica_id × dense_service_num + i) must beat the conf's replica_id (S3).
+		cfg.ReplicaID = nil
+	}
 	if cfg, err = cfg.Resolve(env, config.FreePort); err != nil {
 		return err
 	}
@@ -126,7 +131,11 @@ func (r v1Replicas) Stop() { r.Manager.Stop(); r.mon.Close() }
 // step 6); a failure is logged and the file removed, as in the reference.
 func writePlatformConfig(cfg config.AgentConfig, log *slog.Logger) {
 	p := cfg.PlatformConfigFile
-	if err := os.WriteFile(p, []byte(cfg.PlatformConfigText()), 0o644); err != nil {
+	text, err := cfg.PlatformConfigText()
+	if err == nil {
+		err = os.WriteFile(p, []byte(text), 0o644)
+	}
+	if err != nil {
 		log.Warn("platform config not written; TF Serving gets --platform_config_file anyway", "file", p, "err", err)
 		_ = os.Remove(p)
 	}

@@ -72,8 +72,13 @@ func TestAgentController(t *testing.T) {
 	if _, err := ctl("--cmd", "decl", "--export_base", export); err == nil || !strings.Contains(err.Error(), "overwrite") {
 		t.Errorf("decl twice without --overwrite: %v", err)
 	}
-	if _, err := ctl("--cmd", "decl", "--export_base", export, "--overwrite", "1"); err != nil {
+	// The base path is joined as Python's os.path.join does, uncleaned (S14: the same bytes).
+	if _, err := ctl("--cmd", "decl", "--export_base", export+"//", "--overwrite", "1"); err != nil {
 		t.Errorf("decl --overwrite 1: %v", err)
+	}
+	data, _, err = z.Get(context.Background(), "/gip/saved_models/test_ffm_model/ps_3")
+	if wantJSON := `{"model_base_path": "` + export + `//ps_3", "version_policy": "latest_once"}`; err != nil || string(data) != wantJSON {
+		t.Errorf("ps_3 deploy config after decl of %s// %s (%v), want %s", export, data, err, wantJSON)
 	}
 	// S5: --model_name wins over the export's name.
 	if _, err := ctl("--cmd", "decl", "--export_base", export, "--model_name", "renamed"); err != nil {
@@ -245,20 +250,33 @@ func TestAgentClient(t *testing.T) {
 // TestAgentMPS: a dense v1 conf with dense_service_num 2 runs two agents (this test binary
 // as monolith), child i with REPLICA_ID = 3 × 2 + i, each with its own TF Serving double;
 // both register dense:0 replicas, and cancelling the parent (SIGTERM) stops both, whose
-// replica nodes then disappear.
+// replica nodes then disappear. The base replica id 3 comes from REPLICA_ID or from the
+// conf's replica_id, which must not beat the id the parent gives each child.
 func TestAgentMPS(t *testing.T) {
+	for _, tc := range []struct{ name, conf, env string }{
+		{"env", "", "3"},
+		{"conf", "replica_id 3\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testAgentMPS(t, tc.conf, tc.env) })
+	}
+}
+
+func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 	srv := zktest.Start(t)
 	base := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(base, "dense_0", "1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(t.TempDir(), "dense.conf")
-	text := fmt.Sprintf("bzid gip\nbase_name m\nbase_path %s\ndeploy_type dense\ndense_alone true\ndense_service_num 2\nagent_version 1\nzk_servers %s\n", base, srv.Addr())
+	text := fmt.Sprintf("bzid gip\nbase_name m\nbase_path %s\ndeploy_type dense\ndense_alone true\ndense_service_num 2\nagent_version 1\nzk_servers %s\n%s", base, srv.Addr(), extraConf)
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(envTestMain, "1")
-	t.Setenv("REPLICA_ID", "3")
+	t.Setenv("REPLICA_ID", replicaEnv)
+	if replicaEnv == "" {
+		os.Unsetenv("REPLICA_ID") // t.Setenv restores it afterwards
+	}
 	t.Setenv("MONOLITH_TFS_BINARY", os.Args[0]+" fake-tfserving")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/pytext"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/savedmodel"
@@ -124,7 +124,7 @@ func declareSavedModel(ctx context.Context, b *zk.Backend, exportBase, userName 
 			policy = "latest"
 		}
 		cfg := datadef.SavedModelDeployConfig{
-			ModelBasePath: datadef.Some(filepath.Join(exportBase, e.Name())), VersionPolicy: datadef.Some(policy),
+			ModelBasePath: datadef.Some(pytext.PathJoin(exportBase, e.Name())), VersionPolicy: datadef.Some(policy),
 		}
 		if err := b.DeclSavedModel(ctx, datadef.SavedModel{ModelName: name, SubGraph: e.Name()}, cfg); err != nil {
 			return "", fmt.Errorf("decl: %w", err)

@@ -153,3 +153,21 @@ func BytesRepr(b []byte) string {
 	sb.WriteByte(q)
 	return sb.String()
 }
+
+// PathJoin is Python's posixpath.join (os.path.join on Linux): an absolute part restarts the
+// path, a '/' is added only between parts that lack one, and nothing is cleaned ("./a/" +
+// "b" is "./a/b", "a//" + "b" is "a//b").
+func PathJoin(base string, parts ...string) string {
+	p := base
+	for _, b := range parts {
+		switch {
+		case strings.HasPrefix(b, "/"):
+			p = b
+		case p == "" || strings.HasSuffix(p, "/"):
+			p += b
+		default:
+			p += "/" + b
+		}
+	}
+	return p
+}

@@ -36,3 +36,24 @@ func TestRepr(t *testing.T) {
 		}
 	}
 }
+
+// Expected values printed by Python 3's os.path.join.
+func TestPathJoin(t *testing.T) {
+	for _, tc := range []struct {
+		parts []string
+		want  string
+	}{
+		{[]string{"a", "b"}, "a/b"},
+		{[]string{"./exp/", "entry"}, "./exp/entry"},
+		{[]string{"/a//b", "c"}, "/a//b/c"},
+		{[]string{"a", "/b", "c"}, "/b/c"},
+		{[]string{"", "b"}, "b"},
+		{[]string{"a", ""}, "a/"},
+		{[]string{"hdfs:///x", "ps_0"}, "hdfs:///x/ps_0"},
+		{[]string{"a"}, "a"},
+	} {
+		if got := PathJoin(tc.parts[0], tc.parts[1:]...); got != tc.want {
+			t.Errorf("PathJoin(%q) = %q, want %q", tc.parts, got, tc.want)
+		}
+	}
+}

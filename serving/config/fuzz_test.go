@@ -66,7 +66,7 @@ func FuzzResolve(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_ = r.PlatformConfigText()
+		_, _ = r.PlatformConfigText()
 		_ = r.WrapperCommand(TFSWrapperOptions{Binary: "tfs"})
 		for _, st := range []string{"", ServerPS, ServerEntry, ServerDense} {
 			_, _, _ = r.Command("tfs", st, "m.cfg")

@@ -135,12 +135,41 @@ func TestPlatformConfigTextGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustParse(t, tc.conf)
 			c.Host.CPULimit = tc.cpu
-			checkGolden(t, tc.name, c.PlatformConfigText())
+			text, err := c.PlatformConfigText()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tc.name, text)
 		})
 	}
 	// Batching parameters need both dense_alone and enable_batching.
 	c := mustParse(t, "deploy_type entry\nenable_batching true")
-	if strings.Contains(c.PlatformConfigText(), "batching_parameters") {
-		t.Error("batching parameters without dense_alone")
+	if text, err := c.PlatformConfigText(); err != nil || strings.Contains(text, "batching_parameters") {
+		t.Errorf("batching parameters without dense_alone (%v)", err)
+	}
+}
+
+// A MY_CPU_LIMIT that is not an integer does not stop Resolve (the agent still starts); the
+// platform config fails only when a thread count falls back to it.
+func TestPlatformConfigBadCPULimit(t *testing.T) {
+	for _, tc := range []struct {
+		conf, err string
+	}{
+		{"deploy_type ps", `MY_CPU_LIMIT="4000m": not an integer`},
+		{"deploy_type ps\ntensorflow_intra_op_parallelism 4", `MY_CPU_LIMIT="4000m": not an integer`},
+		{"deploy_type ps\ntensorflow_intra_op_parallelism 4\ntensorflow_inter_op_parallelism 2", ""},
+	} {
+		c, err := mustParse(t, tc.conf).Resolve(MapEnv(map[string]string{"MY_CPU_LIMIT": "4000m"}), seqPorts())
+		if err != nil {
+			t.Fatalf("%q: Resolve: %v", tc.conf, err)
+		}
+		text, err := c.PlatformConfigText()
+		if tc.err == "" {
+			if err != nil || !strings.Contains(text, "intra_op_parallelism_threads: 4") || !strings.Contains(text, "inter_op_parallelism_threads: 2") {
+				t.Errorf("%q: %v\n%s", tc.conf, err, text)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%q: error %v, want %q", tc.conf, err, tc.err)
+		}
 	}
 }

@@ -64,7 +64,10 @@ type HostEnv struct {
 	Cluster     string // lower-cased first set of TCE_LOGICAL_CLUSTER, TCE_CLUSTER, TCE_PHYSICAL_CLUSTER
 	PSM         string // TCE_PSM as is; "" when unset
 	TCECluster  string // TCE_CLUSTER as is; "" when unset
-	CPULimit    int    // MY_CPU_LIMIT, 0 when unset
+	CPULimit    int    // MY_CPU_LIMIT, 0 when unset or not an integer
+	// CPULimitErr is why MY_CPU_LIMIT was not read. Only the platform config needs the
+	// value (and only without explicit thread counts), so it fails there, not in Resolve.
+	CPULimitErr error
 	PodName     string // MY_POD_NAME
 	IPv6Only    bool   // see ReadHostEnv
 }
@@ -94,7 +97,7 @@ func ReadHostEnv(env Env) (HostEnv, error) {
 		return HostEnv{}, err
 	}
 	if h.CPULimit, err = envInt(env, EnvCPULimit, 0); err != nil {
-		return HostEnv{}, err
+		h.CPULimit, h.CPULimitErr = 0, err
 	}
 	if get(EnvHostIP) != "" || get(EnvPodIP) != "" || get(EnvHostIPv6) != "" {
 		h.IPv6Only = get(EnvHostIP) == "" && get(EnvPodIP) == ""

@@ -136,11 +136,16 @@ const SavedModelBundleSourceAdapterConfigURL = "type.googleapis.com/tensorflow.s
 // platform_config_file at start-up, in Python's text format: session threads from
 // tensorflow_{intra,inter}_op_parallelism, else MY_CPU_LIMIT (Host.CPULimit), else 16;
 // soft placement; allow_growth; model warm-up; and, when dense_alone and enable_batching,
-// Monolith's batching parameters.
-func (c AgentConfig) PlatformConfigText() string {
+// Monolith's batching parameters. It fails only when a thread count falls back to a
+// MY_CPU_LIMIT that is not an integer (the reference then removes the file and goes on).
+func (c AgentConfig) PlatformConfigText() (string, error) {
+	var cpuErr error
 	threads := func(v int) int {
 		if v != 0 {
 			return v
+		}
+		if c.Host.CPULimitErr != nil {
+			cpuErr = c.Host.CPULimitErr
 		}
 		if c.Host.CPULimit != 0 {
 			return c.Host.CPULimit
@@ -148,6 +153,9 @@ func (c AgentConfig) PlatformConfigText() string {
 		return 16
 	}
 	intra, inter := threads(c.TensorflowIntraOpParallelism), threads(c.TensorflowInterOpParallelism)
+	if cpuErr != nil {
+		return "", fmt.Errorf("serving/config: platform config: %w", cpuErr)
+	}
 	w := &textWriter{}
 	w.open("platform_configs")
 	w.str("key", "tensorflow")
@@ -182,7 +190,7 @@ func (c AgentConfig) PlatformConfigText() string {
 	w.close()
 	w.close()
 	w.close()
-	return w.String()
+	return w.String(), nil
 }
 
 // textWriter writes protobuf text format with Python's layout: two-space indent, "name {"

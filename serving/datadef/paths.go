@@ -8,19 +8,6 @@ import (
 	"strings"
 )
 
-// pyJoin is Python's os.path.join(base, name) for two POSIX components: an absolute
-// name replaces base; otherwise one '/' separates them unless base is empty or
-// already ends with '/'.
-func pyJoin(base, name string) string {
-	switch {
-	case strings.HasPrefix(name, "/"):
-		return name
-	case base == "" || strings.HasSuffix(base, "/"):
-		return base + name
-	}
-	return base + "/" + name
-}
-
 // Base paths of the per-bzid trees. Each is "/{bzid}/{tree}" with no trailing '/'.
 
 // PortalBasePath returns "/{bzid}/portal", the parent of ModelMeta nodes.

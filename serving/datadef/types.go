@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/monolith-go/monolith/internal/pytext"
 )
 
 // ErrSyntax reports input that Python's json.loads would reject (or a lone surrogate
@@ -117,7 +119,7 @@ func (m ModelMeta) Path(base string) (string, error) {
 	if !m.ModelName.Valid {
 		return "", fmt.Errorf("%w: ModelMeta.model_name", ErrNullPathPart)
 	}
-	return pyJoin(base, m.ModelName.V), nil
+	return pytext.PathJoin(base, m.ModelName.V), nil
 }
 
 // ---- ResourceSpec ----
@@ -179,7 +181,7 @@ func (s ResourceSpec) Path(base string) (string, error) {
 	if !s.ShardID.Valid || !s.ReplicaID.Valid {
 		return "", fmt.Errorf("%w: ResourceSpec.shard_id or replica_id", ErrNullPathPart)
 	}
-	return pyJoin(base, strconv.FormatInt(s.ShardID.V, 10)+":"+strconv.FormatInt(s.ReplicaID.V, 10)), nil
+	return pytext.PathJoin(base, strconv.FormatInt(s.ShardID.V, 10)+":"+strconv.FormatInt(s.ReplicaID.V, 10)), nil
 }
 
 // ---- PublishMeta ----
@@ -297,7 +299,7 @@ func (m PublishMeta) Path(base string) (string, error) {
 	if !m.ShardID.Valid || !m.ModelName.Valid {
 		return "", fmt.Errorf("%w: PublishMeta.shard_id or model_name", ErrNullPathPart)
 	}
-	return pyJoin(base, strconv.FormatInt(m.ShardID.V, 10)+":"+strconv.FormatInt(m.ReplicaID, 10)+":"+m.ModelName.V), nil
+	return pytext.PathJoin(base, strconv.FormatInt(m.ShardID.V, 10)+":"+strconv.FormatInt(m.ReplicaID, 10)+":"+m.ModelName.V), nil
 }
 
 // ---- ReplicaMeta ----

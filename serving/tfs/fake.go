@@ -277,7 +277,15 @@ func (f *Fake) loop(ctx context.Context) {
 
 // apply validates cfg, scans its base paths and makes it the config: new wanted versions
 // enter START, the others will unload on the following steps.
+//
+// A config without model_config_list (an empty file, a reload request without a config)
+// changes nothing, as in TF Serving ("Taking no action for empty config"); an empty
+// model_config_list {} unloads every model.
 func (f *Fake) apply(cfg *pb.ModelServerConfig) error {
+	if cfg.GetConfig() == nil {
+		f.log.Debug("fake TF Serving: empty config, no action")
+		return nil
+	}
 	if err := ValidateModelServerConfig(cfg); err != nil {
 		return err
 	}
@@ -446,9 +454,6 @@ func (f *Fake) GetModelStatus(_ context.Context, req *pb.GetModelStatusRequest) 
 // does.
 func (f *Fake) HandleReloadConfigRequest(_ context.Context, req *pb.ReloadConfigRequest) (*pb.ReloadConfigResponse, error) {
 	cfg := req.GetConfig()
-	if cfg == nil {
-		cfg = &pb.ModelServerConfig{}
-	}
 	if err := f.apply(cfg); err != nil {
 		code := tfcorepb.Code_UNKNOWN
 		if errors.Is(err, ErrInvalidConfig) {

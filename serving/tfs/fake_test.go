@@ -305,6 +305,13 @@ func TestFakeStateMachine(t *testing.T) {
 	}
 	defer f.Close()
 	type S = map[int64]pb.ModelVersionStatus_State
+	// A config without model_config_list (an empty file) and a request without a config
+	// change nothing, as in TF Serving; model_config_list {} (none) unloads everything.
+	emptyFile, err := ParseModelServerConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noConfig := &pb.ModelServerConfig{} // sent as a request without a config
 	steps := []struct {
 		name   string
 		reload *pb.ModelServerConfig
@@ -314,6 +321,10 @@ func TestFakeStateMachine(t *testing.T) {
 		{"step", nil, S{2: loading}},
 		{"step", nil, S{2: available}},
 		{"steady", nil, S{2: available}},
+		{"empty file", emptyFile, S{2: available}},
+		{"step", nil, S{2: available}},
+		{"no config", noConfig, S{2: available}},
+		{"step", nil, S{2: available}},
 		{"all", all, S{1: start, 2: available}},
 		{"step", nil, S{1: loading, 2: available}},
 		{"step", nil, S{1: available, 2: available}},
@@ -333,7 +344,11 @@ func TestFakeStateMachine(t *testing.T) {
 	for i, st := range steps {
 		switch {
 		case st.reload != nil:
-			resp, err := f.HandleReloadConfigRequest(context.Background(), &pb.ReloadConfigRequest{Config: st.reload})
+			req := &pb.ReloadConfigRequest{Config: st.reload}
+			if st.reload == noConfig {
+				req.Config = nil
+			}
+			resp, err := f.HandleReloadConfigRequest(context.Background(), req)
 			if err != nil || resp.GetStatus().GetErrorCode() != tfcorepb.Code_OK {
 				t.Fatalf("step %d %s: reload %v %v", i, st.name, resp, err)
 			}
