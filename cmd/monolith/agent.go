@@ -56,7 +56,8 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	env := config.OSEnv()
-	if os.Getenv(envMPSChild) != "" {
+	mpsChild := os.Getenv(envMPSChild) != ""
+	if mpsChild {
 		// An MPS child re-reads its parent's conf; the REPLICA_ID its parent computed
 		// (replica_id × dense_service_num + i) must beat the conf's replica_id (S3).
 		cfg.ReplicaID = nil
@@ -66,7 +67,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	writePlatformConfig(cfg, log)
 
-	if cfg.DeployType == config.DeployDense && cfg.DenseServiceNum > 1 && os.Getenv(envMPSChild) == "" {
+	if cfg.DeployType == config.DeployDense && cfg.DenseServiceNum > 1 && !mpsChild {
 		return runAgentMPS(ctx, cfg, *conf, *tfsLog, log)
 	}
 	mo := modelmgr.DefaultOptions()
@@ -97,7 +98,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 				}
 				return v1Replicas{m, mon}, nil
 			},
-			Listen: listen,
+			Listen: listen, ReusePort: mpsChild,
 		})
 		if err != nil {
 			return err
@@ -109,6 +110,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		a, err := agent.NewV3(agent.V3Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
 			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen,
+			ReusePort: mpsChild,
 		})
 		if err != nil {
 			return err

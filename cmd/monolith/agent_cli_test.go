@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -278,6 +279,14 @@ func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 		os.Unsetenv("REPLICA_ID") // t.Setenv restores it afterwards
 	}
 	t.Setenv("MONOLITH_TFS_BINARY", os.Args[0]+" fake-tfserving")
+	// Both children bind the one agent port of the host (PORT2) with SO_REUSEPORT.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, agentPort, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	t.Setenv("PORT2", agentPort)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stderr strings.Builder

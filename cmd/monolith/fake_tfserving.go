@@ -75,6 +75,7 @@ func runFakeTFServing(ctx context.Context, args []string, _, stderr io.Writer) e
 	log := loggerAt(stderr, *verbose, slog.LevelInfo)
 	opts := tfs.FakeOptions{
 		Listen:             net.JoinHostPort(*host, strconv.Itoa(*port)),
+		ReusePort:          true, // as TF Serving (gRPC) binds
 		ModelConfigFile:    *cfgFile,
 		ConfigPollWait:     time.Duration(*cfgPoll) * time.Second,
 		FileSystemPollWait: time.Duration(*fsPoll) * time.Second,

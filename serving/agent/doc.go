@@ -14,7 +14,14 @@
 //     Serving's next 60 s poll of the file (the file is still written, and wins on a
 //     failed request); after a layout change the available-model sync runs every second
 //     until every accepted sub-graph is bound (at most two minutes), then every 30 s.
-//   - V3 stops on SIGTERM by returning from Run (the CLI exits with status 0) instead of
-//     killing itself with SIGKILL; its ZooKeeper session is closed, so its ephemeral
-//     nodes disappear at once rather than after the session timeout.
+//   - V1 and V3 stop on SIGTERM by returning from Run (the CLI exits with status 0)
+//     instead of killing themselves with SIGKILL, and so does V1 when one of its TF Serving
+//     processes exits (after stopping the others); the ZooKeeper session is closed, so the
+//     ephemeral nodes disappear at once rather than after the session timeout.
+//   - TF Serving is always MONOLITH_TFS_BINARY (S11), for V1 too (the reference's v1 ran
+//     {TFS_HOME}/bin/tensorflow_model_server); without it the agent does not start.
+//   - V1's process logs ({kind}_{tfs_log}) are appended to, as the reference's
+//     ServingLog does, also under MLP_POD_NAME (where the reference left stdout alone).
+//   - The agents wait at most zk.DefaultConnectTimeout (15 s, kazoo's start timeout) for
+//     a first ZooKeeper session, then fail.
 package agent

@@ -16,6 +16,7 @@ import (
 
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
 	"github.com/monolith-go/monolith/serving/datadef"
+	"github.com/monolith-go/monolith/serving/hostutil"
 )
 
 // ReplicaSource is what a v1 agent answers from: the ReplicaWatcher's view of the replicas
@@ -56,6 +57,9 @@ type ServiceOptions struct {
 	// Resource answers GetResource for versions 2 and 3 (version 1 answers an empty
 	// message). Nil answers an empty message too.
 	Resource func(ctx context.Context) (*pb.GetResourceResponse, error)
+	// ReusePort binds with SO_REUSEPORT, as the reference's Python gRPC server does: the
+	// dense MPS agents of one host share the agent port.
+	ReusePort bool
 	// Listen is the address to bind, "127.0.0.1:0" when empty (the reference binds every
 	// interface, "[::]:port"; the entry TF Serving on the same host dials localhost).
 	Listen string
@@ -97,7 +101,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1:0"
 	}
-	lis, err := net.Listen("tcp", opts.Listen)
+	lis, err := hostutil.Listen(context.Background(), opts.Listen, opts.ReusePort)
 	if err != nil {
 		return nil, fmt.Errorf("serving/agent: AgentService listen on %s: %w", opts.Listen, err)
 	}

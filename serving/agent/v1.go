@@ -57,6 +57,8 @@ type V1Options struct {
 	StartTimeout, PollInterval time.Duration
 	// Listen is the AgentService address; default 127.0.0.1:{agent_port}.
 	Listen string
+	// ReusePort binds the AgentService with SO_REUSEPORT (dense MPS agents).
+	ReusePort bool
 	// Logger receives the agent's messages (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -174,6 +176,7 @@ func (a *V1) newProcess(bin, kind string) (*process, error) {
 	wo := tfs.WrapperOptions{Dir: a.opts.TFSDir, Logger: a.log.With("process", kind)}
 	if a.opts.TFSLog != "" {
 		wo.LogFile = filepath.Join(filepath.Dir(a.opts.TFSLog), kind+"_"+filepath.Base(a.opts.TFSLog))
+		wo.AppendLog = true // a restarted agent keeps the earlier log, as the reference's ServingLog
 	}
 	if kind == config.ServerEntry {
 		// The entry graph's HeartBeat op dials localhost:$PORT2, the agent.
@@ -234,7 +237,7 @@ func (a *V1) Start(ctx context.Context) (err error) {
 	}
 	a.service, err = NewService(ServiceOptions{
 		Version: 1, Replicas: a.replicas, IDC: a.cfg.Host.IDC, Cluster: a.cfg.Host.Cluster,
-		DCAware: a.cfg.DCAware, Listen: listen, Logger: a.log,
+		DCAware: a.cfg.DCAware, Listen: listen, ReusePort: a.opts.ReusePort, Logger: a.log,
 	})
 	if err != nil {
 		return err

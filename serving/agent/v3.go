@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -57,6 +58,8 @@ type V3Options struct {
 	ReportInterval, SyncInterval time.Duration
 	// Listen is the AgentService address; default 127.0.0.1:{agent_port}.
 	Listen string
+	// ReusePort binds the AgentService with SO_REUSEPORT (dense MPS agents).
+	ReusePort bool
 	// AvailableMemory answers GetResource's memory (nil: GetResource fails).
 	AvailableMemory func() (int64, error)
 	// Logger receives the agent's messages (nil: slog.Default()).
@@ -152,7 +155,7 @@ func NewV3(opts V3Options) (*V3, error) {
 	}
 	a.container = datadef.Container{Cluster: cfg.ContainerCluster(), ID: id}
 	hostPort := func(p int) datadef.Null[string] {
-		return datadef.Some(opts.LocalIP + ":" + strconv.Itoa(p))
+		return datadef.Some(net.JoinHostPort(opts.LocalIP, strconv.Itoa(p))) // S6: [v6]:port
 	}
 	a.info = datadef.ContainerServiceInfo{
 		GRPC: hostPort(cfg.TFSPortGRPC), HTTP: hostPort(cfg.TFSPortHTTP),
@@ -243,7 +246,7 @@ func (a *V3) Start(ctx context.Context) (err error) {
 		listen = net127(a.cfg.AgentPort)
 	}
 	a.service, err = NewService(ServiceOptions{
-		Version: 3, Addrs: a.addrs, Listen: listen, Logger: a.log,
+		Version: 3, Addrs: a.addrs, Listen: listen, ReusePort: a.opts.ReusePort, Logger: a.log,
 		Resource: func(context.Context) (*pb.GetResourceResponse, error) { return a.resource() },
 	})
 	if err != nil {
@@ -394,7 +397,7 @@ func (a *V3) resource() (*pb.GetResourceResponse, error) {
 		replica = *a.cfg.ReplicaID
 	}
 	return &pb.GetResourceResponse{
-		Address: a.opts.LocalIP + ":" + strconv.Itoa(a.service.Port()),
+		Address: net.JoinHostPort(a.opts.LocalIP, strconv.Itoa(a.service.Port())),
 		ShardId: int32(a.cfg.Host.ShardID), ReplicaId: int32(replica), Memory: mem,
 		Cpu: -1, Network: -1, WorkLoad: -1,
 	}, nil

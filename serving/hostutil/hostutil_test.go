@@ -78,3 +78,22 @@ func TestParseSubModelName(t *testing.T) {
 		}
 	}
 }
+
+// Two listeners share a port only when both ask for SO_REUSEPORT.
+func TestListenReusePort(t *testing.T) {
+	ctx := context.Background()
+	a, err := Listen(ctx, "127.0.0.1:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Listen(ctx, a.Addr().String(), true)
+	if err != nil {
+		t.Fatalf("second SO_REUSEPORT listener on %s: %v", a.Addr(), err)
+	}
+	b.Close()
+	if c, err := Listen(ctx, a.Addr().String(), false); err == nil {
+		c.Close()
+		t.Errorf("a plain listener bound %s beside a SO_REUSEPORT one", a.Addr())
+	}
+}

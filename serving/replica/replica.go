@@ -630,11 +630,13 @@ func (m *Manager) updateOnce(ctx context.Context) {
 		if state == o.meta.Stat {
 			continue
 		}
-		o.meta.Stat = state
-		if err := m.client.SetEphemeral(ctx, o.path, o.meta.Serialize()); err != nil {
-			m.log.Warn("replica state not written", "path", o.path, "err", err)
+		next := o.meta
+		next.Stat = state
+		if err := m.client.SetEphemeral(ctx, o.path, next.Serialize()); err != nil {
+			m.log.Warn("replica state not written; retried next round", "path", o.path, "err", err)
 			continue
 		}
+		o.meta = next // only a written state counts as reported
 		m.log.Info("replica state", "path", o.path, "state", state)
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/monolith-go/monolith/internal/zktest"
@@ -333,4 +335,60 @@ func TestSequentialEntry(t *testing.T) {
 	if err != nil || !slices.Equal(children, []string{"00000000000", "00000000001"}) {
 		t.Errorf("entry:0 children %q, %v", children, err)
 	}
+}
+
+// stateSource answers one state for every model (a stand-in for TF Serving's status).
+type stateSource struct{ state atomic.Int32 }
+
+func (s *stateSource) ModelStatus(context.Context, string) (*tfspb.ModelVersionStatus, error) {
+	return &tfspb.ModelVersionStatus{Version: 1, State: tfspb.ModelVersionStatus_State(s.state.Load())}, nil
+}
+
+// TestStatusWriteRetried: a state change whose write ZooKeeper refuses (here the node's ACL
+// is made read-only for a while) is written at a later round, not taken as reported.
+func TestStatusWriteRetried(t *testing.T) {
+	srv := zktest.Start(t)
+	c := connect(t, srv.Servers())
+	cfg := mixedConfig(t, srv.Servers(), 1, 1, false, 1, 1)
+	cfg.DeployType = config.DeployPS
+	src := &stateSource{}
+	m, err := NewManager(c, cfg, src, Options{UpdateInterval: 20 * time.Millisecond, PollInterval: time.Hour, Env: testEnv, Logger: zktest.NewLogger(t).Slog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	path := "/gip/service/test_ffm_model/ps:0/1"
+	direct := srv.Connect(t)
+	stat := func() datadef.ModelState {
+		data, _, err := direct.Get(path)
+		if err != nil {
+			return -1
+		}
+		rm, err := datadef.DeserializeReplicaMeta(data)
+		if err != nil {
+			return -1
+		}
+		return rm.Stat
+	}
+	if got := stat(); got != datadef.ModelStateUnknown {
+		t.Fatalf("registered with state %v", got)
+	}
+	if _, err := direct.SetACL(path, gozk.WorldACL(gozk.PermRead|gozk.PermAdmin), -1); err != nil {
+		t.Fatal(err)
+	}
+	src.state.Store(int32(tfspb.ModelVersionStatus_AVAILABLE))
+	time.Sleep(200 * time.Millisecond) // about ten refused rounds
+	if got := stat(); got != datadef.ModelStateUnknown {
+		t.Fatalf("state %v written through a read-only ACL", got)
+	}
+	if _, err := direct.SetACL(path, gozk.WorldACL(gozk.PermAll), -1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { return stat() == datadef.ModelStateAvailable },
+		func() string { return fmt.Sprintf("state %v after the ACL was restored, want AVAILABLE", stat()) })
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
+	"github.com/monolith-go/monolith/serving/hostutil"
 )
 
 // ErrClosed is returned by Fake.Serve on a Fake that was closed.
@@ -46,6 +47,9 @@ const fakeGracePeriod = 5 * time.Second
 type FakeOptions struct {
 	// Listen is the gRPC address (default "127.0.0.1:0": an ephemeral port on loopback).
 	Listen string
+	// ReusePort binds with SO_REUSEPORT, as TF Serving's gRPC server does (the dense MPS
+	// processes of one host share the TF Serving port).
+	ReusePort bool
 	// ModelConfigFile is the text-format ModelServerConfig (--model_config_file). When
 	// empty, Config is the initial config.
 	ModelConfigFile string
@@ -170,7 +174,7 @@ func NewFake(opts FakeOptions) (*Fake, error) {
 			return nil, fmt.Errorf("serving/tfs: fake: initial config: %w", err)
 		}
 	}
-	lis, err := net.Listen("tcp", opts.Listen)
+	lis, err := hostutil.Listen(context.Background(), opts.Listen, opts.ReusePort)
 	if err != nil {
 		return nil, fmt.Errorf("serving/tfs: fake: listen: %w", err)
 	}

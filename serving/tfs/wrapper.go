@@ -36,9 +36,11 @@ type WrapperOptions struct {
 	Dir string
 	// Env is the child's environment (nil: inherited).
 	Env []string
-	// LogFile receives the child's stdout and stderr, truncated at Start. When empty, each
-	// line goes to Logger at level Info with attribute "tfs".
-	LogFile string
+	// LogFile receives the child's stdout and stderr, truncated at Start (the reference's
+	// TFSWrapper) or appended to with AppendLog (its v1 agent's ServingLog). When empty,
+	// each line goes to Logger at level Info with attribute "tfs".
+	LogFile   string
+	AppendLog bool
 	// StopTimeout is the time between SIGTERM and SIGKILL (default 10 s).
 	StopTimeout time.Duration
 	// Logger receives lifecycle logs and, without LogFile, the child's output (default
@@ -127,7 +129,11 @@ func (w *Wrapper) Start(ctx context.Context) error {
 	cmd.WaitDelay = w.opts.StopTimeout
 	var out io.Writer
 	if w.opts.LogFile != "" {
-		f, err := os.Create(w.opts.LogFile)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if w.opts.AppendLog {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(w.opts.LogFile, flags, 0o644)
 		if err != nil {
 			return fmt.Errorf("serving/tfs: wrapper: open TF Serving log: %w", err)
 		}

@@ -280,3 +280,37 @@ func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// The log file is truncated at Start (TFSWrapper's open "w"), or kept and appended to with
+// AppendLog (the v1 agent's ServingLog, open "a").
+func TestWrapperLogFileMode(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		append bool
+		want   string
+	}{
+		{false, "ignoring SIGTERM\n"},
+		{true, "earlier run\nignoring SIGTERM\n"},
+	} {
+		logFile := filepath.Join(t.TempDir(), "tfs.log")
+		if err := os.WriteFile(logFile, []byte("earlier run\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewWrapper(WrapperOptions{Binary: exe, Args: []string{"-test.run=^$"}, Env: append(os.Environ(), envChild+"=stubborn"),
+			LogFile: logFile, AppendLog: tc.append, StopTimeout: 10 * time.Millisecond, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		waitLog(t, logFile, regexp.MustCompile(`ignoring SIGTERM`))
+		_ = w.Stop(context.Background()) // the child ignores SIGTERM: killed after StopTimeout
+		if b, _ := os.ReadFile(logFile); string(b) != tc.want {
+			t.Errorf("append %v: log %q, want %q", tc.append, b, tc.want)
+		}
+	}
+}

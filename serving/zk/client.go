@@ -46,7 +46,13 @@ type Options struct {
 	Auth string
 	// Logger receives the client's messages; nil discards them.
 	Logger *slog.Logger
+	// ConnectTimeout bounds Connect's wait for the first session (kazoo's start() gives up
+	// after 15 s); zero means DefaultConnectTimeout, negative waits until ctx ends.
+	ConnectTimeout time.Duration
 }
+
+// DefaultConnectTimeout is how long Connect waits for a first session by default.
+const DefaultConnectTimeout = 15 * time.Second
 
 // Client is one ZooKeeper connection with the kazoo semantics the serving agent relies
 // on (§1.5): operations take a context and retry connection losses until it ends,
@@ -126,11 +132,23 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("serving/zk: connect %v: %w", opts.Servers, err)
 	}
 	c.conn = conn
+	wait, limit := ctx, opts.ConnectTimeout
+	if limit == 0 {
+		limit = DefaultConnectTimeout
+	}
+	if limit > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 	select {
 	case <-hasSession:
-	case <-ctx.Done():
+	case <-wait.Done():
 		c.cancel()
 		conn.Close()
+		if ctx.Err() == nil {
+			return nil, fmt.Errorf("serving/zk: connect %v: no session within %v (is ZooKeeper running there?)", opts.Servers, limit)
+		}
 		return nil, fmt.Errorf("serving/zk: connect %v: no session: %w", opts.Servers, ctx.Err())
 	}
 	if opts.Auth != "" {

@@ -175,6 +175,15 @@ func TestConnectFailsWithinContext(t *testing.T) {
 	}
 }
 
+// Without a deadline of its own, Connect gives up after ConnectTimeout (kazoo's start()
+// timeout) instead of hanging on an unreachable server.
+func TestConnectTimeout(t *testing.T) {
+	_, err := Connect(context.Background(), Options{Servers: []string{"127.0.0.1:1"}, ConnectTimeout: 300 * time.Millisecond, Logger: zktest.NewLogger(t).Slog()})
+	if err == nil || !strings.Contains(err.Error(), "no session within 300ms") {
+		t.Fatalf("Connect = %v", err)
+	}
+}
+
 func TestWatchChildren(t *testing.T) {
 	srv := zktest.Start(t)
 	c := connectClient(t, srv.Servers())

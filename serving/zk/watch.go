@@ -160,16 +160,26 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 			return false
 		}
 	}
+	// pending is a watch still armed when the loop looks again before it fired (a retried
+	// callback): the list is read without arming another one, which go-zookeeper would keep
+	// beside it until the children change.
+	var pending <-chan gozk.Event
 	for {
 		var (
 			children []string
 			ch       <-chan gozk.Event
 		)
 		err := c.do(ctx, "watch children of", path, func() error {
+			if pending != nil {
+				cs, _, err := c.conn.Children(path)
+				children, ch = cs, pending
+				return err
+			}
 			cs, _, ech, err := c.conn.ChildrenW(path)
 			children, ch = cs, ech
 			return err
 		})
+		pending = nil
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -196,6 +206,7 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 			if err != nil && !errors.Is(err, errIncomplete) {
 				c.logger.Warn("children watch: callback failed; retrying", "znode", path, "err", err)
 				skipSame = false
+				pending = ch
 				if !wait(b.next()) {
 					return
 				}
@@ -214,6 +225,7 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 				select {
 				case <-ch:
 				case <-time.After(b.next()):
+					pending = ch
 				case <-ctx.Done():
 					return
 				}
