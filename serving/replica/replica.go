@@ -12,7 +12,9 @@
 // tests: the reconciliation poll re-creates an own node deleted by someone else in the same
 // session (the reference's substring match could hit replica 11 for replica 1); a replica
 // node whose JSON does not decode is left out with a log line (the reference's watch
-// crashed); the metrics loop is not ported (the reference's metrics client is a
+// crashed); a reconciliation poll keeps the state a data watch saw while it was reading
+// (the reference's poll could put back an older state); a state write ZooKeeper refused is
+// tried again next round; the metrics loop is not ported (the reference's metrics client is a
 // no-op in open source).
 package replica
 
@@ -67,7 +69,15 @@ type Watcher struct {
 	mu       sync.Mutex
 	replicas map[string]map[string]datadef.ReplicaMeta // task path → replica id (decimal) → meta
 	set      *zk.WatchSet
+	// touched collects the replicas a data watch changed while a Poll reads ZooKeeper (nil
+	// when no Poll runs): their watch state is newer than what the Poll read.
+	touched map[replicaKey]bool
+	pollMu  sync.Mutex // one Poll at a time
+	// beforeSwap, when set (tests), runs between a Poll's reads and its swap.
+	beforeSwap func()
 }
+
+type replicaKey struct{ task, rnode string }
 
 // NewWatcher makes a Watcher of /{bzid}/service/{base_name}.
 func NewWatcher(client *zk.Client, cfg config.AgentConfig, log *slog.Logger) *Watcher {
@@ -129,6 +139,9 @@ func (w *Watcher) watchReplica(ctx context.Context, path string) {
 func (w *Watcher) onData(task, rnode, path string, data []byte, ev zk.DataEvent) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.touched != nil {
+		w.touched[replicaKey{task, rnode}] = true
+	}
 	if ev == zk.DataDeleted || (ev == zk.DataInitial && data == nil) {
 		if m := w.replicas[task]; m != nil {
 			delete(m, rnode)
@@ -160,8 +173,20 @@ func (w *Watcher) onData(task, rnode, path string, data []byte, ev zk.DataEvent)
 }
 
 // Poll rebuilds the cache from ZooKeeper and replaces it (reconciliation of missed
-// watches).
+// watches). A replica whose data watch fired while Poll was reading keeps the watch's state,
+// which is newer than what Poll read (the reference's poll could put back a stale state
+// until the node changed again).
 func (w *Watcher) Poll(ctx context.Context) error {
+	w.pollMu.Lock()
+	defer w.pollMu.Unlock()
+	w.mu.Lock()
+	w.touched = map[replicaKey]bool{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.touched = nil
+		w.mu.Unlock()
+	}()
 	tasks, err := w.taskPaths(ctx)
 	if err != nil {
 		return err
@@ -198,7 +223,23 @@ func (w *Watcher) Poll(ctx context.Context) error {
 			fresh[t][strconv.FormatInt(id, 10)] = meta
 		}
 	}
+	if w.beforeSwap != nil {
+		w.beforeSwap()
+	}
 	w.mu.Lock()
+	for k := range w.touched {
+		if meta, ok := w.replicas[k.task][k.rnode]; ok {
+			if fresh[k.task] == nil {
+				fresh[k.task] = map[string]datadef.ReplicaMeta{}
+			}
+			fresh[k.task][k.rnode] = meta
+		} else if m := fresh[k.task]; m != nil {
+			delete(m, k.rnode)
+			if len(m) == 0 {
+				delete(fresh, k.task)
+			}
+		}
+	}
 	w.replicas = fresh
 	w.mu.Unlock()
 	return nil

@@ -392,3 +392,46 @@ func TestStatusWriteRetried(t *testing.T) {
 	eventually(t, func() bool { return stat() == datadef.ModelStateAvailable },
 		func() string { return fmt.Sprintf("state %v after the ACL was restored, want AVAILABLE", stat()) })
 }
+
+// TestPollKeepsNewerWatchState: a replica that turns AVAILABLE (seen by its data watch)
+// after Poll read it as UNKNOWN stays AVAILABLE when Poll swaps its snapshot in, and one
+// deleted meanwhile stays deleted.
+func TestPollKeepsNewerWatchState(t *testing.T) {
+	srv := zktest.Start(t)
+	c := connect(t, srv.Servers())
+	ctx := context.Background()
+	const p0, p1 = "/gip/service/m/ps:0/1", "/gip/service/m/ps:1/1"
+	for p, st := range map[string]datadef.ModelState{p0: datadef.ModelStateUnknown, p1: datadef.ModelStateAvailable} {
+		if err := c.CreateOrSet(ctx, p, replicaJSON("10.0.0.1:1", st)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := config.Default()
+	cfg.BZID, cfg.BaseName = "gip", "m"
+	w := NewWatcher(c, cfg, zktest.NewLogger(t).Slog())
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	eventually(t, func() bool { return len(w.GetReplicas("ps", 1, "", "")) == 1 }, func() string { return "ps:1 not seen" })
+	w.beforeSwap = func() { // between Poll's reads and its swap, the watches see two changes
+		if err := c.Set(ctx, p0, replicaJSON("10.0.0.1:1", datadef.ModelStateAvailable)); err != nil {
+			t.Error(err)
+		}
+		if err := c.Delete(ctx, p1, false); err != nil {
+			t.Error(err)
+		}
+		eventually(t, func() bool {
+			return len(w.GetReplicas("ps", 0, "", "")) == 1 && len(w.GetReplicas("ps", 1, "", "")) == 0
+		}, func() string { return "the watches did not see the changes" })
+	}
+	if err := w.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.GetReplicas("ps", 0, "", ""); !slices.Equal(got, []string{"10.0.0.1:1"}) {
+		t.Errorf("ps:0 after Poll = %q: the poll's stale UNKNOWN won", got)
+	}
+	if got := w.GetReplicas("ps", 1, "", ""); len(got) != 0 {
+		t.Errorf("ps:1 after Poll = %q: the poll brought back a deleted replica", got)
+	}
+}
