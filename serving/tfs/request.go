@@ -3,8 +3,16 @@ package tfs
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/monolith-go/monolith/io/pbtext"
+	"github.com/monolith-go/monolith/io/treedump"
 
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
@@ -150,5 +158,64 @@ func addFeature(inst *parserpb.Instance, name string, f *examplepb.Feature) erro
 		return nil // an empty feature adds nothing, as in the reference
 	}
 	inst.Feature = append(inst.Feature, mf)
+	return nil
+}
+
+// InstanceFromFile is utils.InstanceFormater's from_json, from_pb_text and from_dump: an
+// Instance read from a file whose extension names its form: .json (protobuf JSON),
+// .pbtxt/.pbtext (text format) or .dump (the flattened tree dump of io/treedump).
+func InstanceFromFile(path string) (*parserpb.Instance, error) {
+	if strings.EqualFold(filepath.Ext(path), ".dump") {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("tfs: instance: %w", err)
+		}
+		defer f.Close()
+		return treedump.ParseInstance(f, path)
+	}
+	return pbtext.ReadInstanceFile(path)
+}
+
+// RepeatedInstanceTensor is InstanceFormater.to_tensor_proto: batch copies of inst's
+// serialization as one DT_STRING tensor of shape [batch].
+func RepeatedInstanceTensor(inst *parserpb.Instance, batch int) (*tfcorepb.TensorProto, error) {
+	if batch < 0 {
+		return nil, fmt.Errorf("tfs: batch size %d is negative", batch)
+	}
+	b, err := proto.Marshal(inst)
+	if err != nil {
+		return nil, fmt.Errorf("tfs: instance: %w", err)
+	}
+	vals := make([][]byte, batch)
+	for i := range vals {
+		vals[i] = b
+	}
+	return StringTensor(vals), nil
+}
+
+// WriteInstanceFile is InstanceFormater's to_pb, to_json and to_pb_text: inst written to
+// path as the extension says: .json (protobuf JSON), .pbtxt/.pbtext (text format), .dump
+// (tree dump), anything else the binary serialization.
+func WriteInstanceFile(path string, inst *parserpb.Instance) error {
+	var (
+		b   []byte
+		err error
+	)
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		b, err = protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(inst)
+	case ".pbtxt", ".pbtext":
+		b, err = prototext.MarshalOptions{Multiline: true}.Marshal(inst)
+	case ".dump":
+		b, err = treedump.Encode(inst)
+	default:
+		b, err = proto.Marshal(inst)
+	}
+	if err != nil {
+		return fmt.Errorf("tfs: instance to %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("tfs: instance: %w", err)
+	}
 	return nil
 }

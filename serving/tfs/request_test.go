@@ -3,6 +3,8 @@ package tfs
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -156,5 +158,70 @@ func TestExampleBatchToInstancesErrors(t *testing.T) {
 		Name: "__LINE_ID__", Feature: []*examplepb.Feature{{Type: &examplepb.Feature_BytesList{BytesList: &examplepb.BytesList{Value: [][]byte{{0xff, 0xff}}}}}}}}}
 	if _, err := ExampleBatchToInstances(badLine); err == nil || !strings.Contains(err.Error(), "LineId") {
 		t.Errorf("bad LineId: %v", err)
+	}
+}
+
+// utils_test.test_instance_wrapper_from_json / _from_pbtext / _from_dump: each of
+// Monolith's three Instance fixtures reads to a non-empty Instance, and to_tensor_proto(5)
+// is a DT_STRING tensor of five copies of its serialization. Writing it back in each form
+// and reading it again gives the same Instance.
+func TestInstanceFormater(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"inst.json", `fid: 12345 label: 0 label: 1 line_id { actions: 1 }`},
+		{"inst.pbtext", `fid: 1 fid: 2 label: 0 label: 1 line_id { actions: 1 } feature { name: "a" fid: 3 }`},
+		{"inst.dump", `label: 0 label: 1 line_id { actions: 1 } feature { name: "fc_a" fid: 1 } feature { name: "fc_b" fid: 2 } feature { fid: 3 fid: 4 }`},
+	} {
+		name := tc.name
+		inst, err := InstanceFromFile(fixtures.Path(t, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := &parserpb.Instance{}
+		if err := prototext.Unmarshal([]byte(tc.want), want); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(inst, want) {
+			t.Fatalf("%s: %v, want %v", name, inst, want)
+		}
+		tp, err := RepeatedInstanceTensor(inst, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.GetDtype() != 7 || len(tp.GetTensorShape().GetDim()) != 1 || tp.GetTensorShape().GetDim()[0].GetSize() != 5 || len(tp.GetStringVal()) != 5 {
+			t.Fatalf("%s: tensor dtype %v shape %v, %d values", name, tp.GetDtype(), tp.GetTensorShape(), len(tp.GetStringVal()))
+		}
+		ser, _ := proto.Marshal(inst)
+		for i, v := range tp.GetStringVal() {
+			if !bytes.Equal(v, ser) {
+				t.Fatalf("%s: value %d is not the serialized instance", name, i)
+			}
+		}
+		dir := t.TempDir()
+		for _, out := range []string{"out.json", "out.pbtext", "out.dump", "out.pb"} {
+			p := filepath.Join(dir, out)
+			if err := WriteInstanceFile(p, inst); err != nil {
+				t.Fatal(err)
+			}
+			back := &parserpb.Instance{}
+			if out == "out.pb" {
+				b, rerr := os.ReadFile(p)
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				err = proto.Unmarshal(b, back)
+			} else {
+				back, err = InstanceFromFile(p)
+			}
+			if err != nil || !proto.Equal(back, inst) {
+				t.Errorf("%s → %s round trip: %v\n%v\nwant %v", name, out, err, back, inst)
+			}
+		}
+	}
+	if _, err := RepeatedInstanceTensor(&parserpb.Instance{}, -1); err == nil {
+		t.Error("negative batch accepted")
+	}
+	missing := filepath.Join(t.TempDir(), "missing.dump")
+	if _, err := InstanceFromFile(missing); err == nil || !strings.Contains(err.Error(), "missing.dump") {
+		t.Errorf("missing file: %v", err)
 	}
 }
