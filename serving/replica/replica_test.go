@@ -98,7 +98,13 @@ func startManager(t *testing.T, c *zk.Client, cfg config.AgentConfig, poll time.
 		t.Fatal(err)
 	}
 	t.Cleanup(mon.Close)
-	m, err := NewManager(c, cfg, mon, Options{UpdateInterval: 20 * time.Millisecond, PollInterval: poll, Env: testEnv, Logger: zktest.NewLogger(t).Slog()})
+	return startManagerWith(t, c, cfg, mon, poll)
+}
+
+// startManagerWith starts a Manager on the given status source.
+func startManagerWith(t *testing.T, c *zk.Client, cfg config.AgentConfig, src StatusSource, poll time.Duration) *Manager {
+	t.Helper()
+	m, err := NewManager(c, cfg, src, Options{UpdateInterval: 20 * time.Millisecond, PollInterval: poll, Env: testEnv, Logger: zktest.NewLogger(t).Slog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,16 +358,7 @@ func TestStatusWriteRetried(t *testing.T) {
 	cfg := mixedConfig(t, srv.Servers(), 1, 1, false, 1, 1)
 	cfg.DeployType = config.DeployPS
 	src := &stateSource{}
-	m, err := NewManager(c, cfg, src, Options{UpdateInterval: 20 * time.Millisecond, PollInterval: time.Hour, Env: testEnv, Logger: zktest.NewLogger(t).Slog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Stop)
+	startManagerWith(t, c, cfg, src, time.Hour)
 	path := "/gip/service/test_ffm_model/ps:0/1"
 	direct := srv.Connect(t)
 	stat := func() datadef.ModelState {
