@@ -169,10 +169,11 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 			children []string
 			ch       <-chan gozk.Event
 		)
+		armed := pending // the closure may outlive do when ctx ends: it reads only its copy
 		err := c.do(ctx, "watch children of", path, func() error {
-			if pending != nil {
+			if armed != nil {
 				cs, _, err := c.conn.Children(path)
-				children, ch = cs, pending
+				children, ch = cs, armed
 				return err
 			}
 			cs, _, ech, err := c.conn.ChildrenW(path)
