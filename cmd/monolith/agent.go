@@ -110,7 +110,6 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		a, err := agent.NewV3(agent.V3Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
 			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen,
-			ReusePort: mpsChild,
 		})
 		if err != nil {
 			return err

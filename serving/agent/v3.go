@@ -58,8 +58,6 @@ type V3Options struct {
 	ReportInterval, SyncInterval time.Duration
 	// Listen is the AgentService address; default 127.0.0.1:{agent_port}.
 	Listen string
-	// ReusePort binds the AgentService with SO_REUSEPORT (dense MPS agents).
-	ReusePort bool
 	// AvailableMemory answers GetResource's memory (nil: GetResource fails).
 	AvailableMemory func() (int64, error)
 	// Logger receives the agent's messages (nil: slog.Default()).
@@ -246,7 +244,7 @@ func (a *V3) Start(ctx context.Context) (err error) {
 		listen = net127(a.cfg.AgentPort)
 	}
 	a.service, err = NewService(ServiceOptions{
-		Version: 3, Addrs: a.addrs, Listen: listen, ReusePort: a.opts.ReusePort, Logger: a.log,
+		Version: 3, Addrs: a.addrs, Listen: listen, Logger: a.log,
 		Resource: func(context.Context) (*pb.GetResourceResponse, error) { return a.resource() },
 	})
 	if err != nil {

@@ -139,13 +139,13 @@ const SavedModelBundleSourceAdapterConfigURL = "type.googleapis.com/tensorflow.s
 // Monolith's batching parameters. It fails only when a thread count falls back to a
 // MY_CPU_LIMIT that is not an integer (the reference then removes the file and goes on).
 func (c AgentConfig) PlatformConfigText() (string, error) {
-	var cpuErr error
+	usesCPULimit := c.TensorflowIntraOpParallelism == 0 || c.TensorflowInterOpParallelism == 0
+	if usesCPULimit && c.Host.CPULimitErr != nil {
+		return "", fmt.Errorf("serving/config: platform config: %w", c.Host.CPULimitErr)
+	}
 	threads := func(v int) int {
 		if v != 0 {
 			return v
-		}
-		if c.Host.CPULimitErr != nil {
-			cpuErr = c.Host.CPULimitErr
 		}
 		if c.Host.CPULimit != 0 {
 			return c.Host.CPULimit
@@ -153,9 +153,6 @@ func (c AgentConfig) PlatformConfigText() (string, error) {
 		return 16
 	}
 	intra, inter := threads(c.TensorflowIntraOpParallelism), threads(c.TensorflowInterOpParallelism)
-	if cpuErr != nil {
-		return "", fmt.Errorf("serving/config: platform config: %w", cpuErr)
-	}
 	w := &textWriter{}
 	w.open("platform_configs")
 	w.str("key", "tensorflow")

@@ -9,9 +9,8 @@ import (
 )
 
 // Listen binds a TCP address. With reusePort it sets SO_REUSEPORT first, as gRPC servers do
-// by default in Python and C++ (the reference's agent and TF Serving): the dense MPS
-// processes of one host then share their agent and TF Serving ports, and the kernel spreads
-// connections over them.
+// by default in Python and C++ (the reference's agent and TF Serving): the dense MPS agents
+// of one host then share the agent port, and the kernel spreads connections over them.
 func Listen(ctx context.Context, addr string, reusePort bool) (net.Listener, error) {
 	var lc net.ListenConfig
 	if reusePort {

@@ -444,7 +444,7 @@ func NewManager(client *zk.Client, cfg config.AgentConfig, status StatusSource, 
 	if opts.Env == nil {
 		opts.Env = config.OSEnv()
 	}
-	m := &Manager{client: client, cfg: cfg, status: status, opts: opts, log: orDiscard(opts.Logger), replica: -1}
+	m := &Manager{client: client, cfg: cfg, status: status, opts: opts, log: orDiscard(opts.Logger)}
 	m.watcher = NewWatcher(client, cfg, opts.Logger)
 	replica := -1
 	if cfg.ReplicaID != nil {
@@ -473,7 +473,7 @@ func NewManager(client *zk.Client, cfg config.AgentConfig, status StatusSource, 
 		} // else Start creates a sequential node and takes its number as the replica id
 		m.own = append(m.own, entry)
 	}
-	if replica >= 0 || len(m.own) == 0 {
+	if replica >= 0 || len(m.own) == 0 { // else the sequential entry's number is the id
 		m.addPSDense(replica)
 	}
 	return m, nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/io/treedump"
-
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"

@@ -250,11 +250,11 @@ func (w *Wrapper) Stop(ctx context.Context) error {
 	return nil
 }
 
-// lineLogger logs each complete line written to it.
 // maxLogLine bounds a line of the child's output held while waiting for its newline; a
 // longer one is logged in pieces of this size.
 const maxLogLine = 64 << 10
 
+// lineLogger logs each complete line written to it.
 type lineLogger struct {
 	log *slog.Logger
 	mu  sync.Mutex

@@ -441,7 +441,15 @@ func (c *Client) SetEphemeral(ctx context.Context, path string, data []byte) err
 	data = slices.Clone(data)
 	c.ephMu.Lock()
 	defer c.ephMu.Unlock()
+	c.own(path, data)
+	return c.assertEphemeral(ctx, path, data)
+}
+
+// own records path as an owned ephemeral node holding data; a node seen for the first time
+// takes the next creation rank.
+func (c *Client) own(path string, data []byte) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	node, ok := c.owned[path]
 	if !ok {
 		c.seq++
@@ -449,8 +457,6 @@ func (c *Client) SetEphemeral(ctx context.Context, path string, data []byte) err
 	}
 	node.data = data
 	c.owned[path] = node
-	c.mu.Unlock()
-	return c.assertEphemeral(ctx, path, data)
 }
 
 // CreateEphemeralSequential creates an ephemeral sequential node: ZooKeeper appends a
@@ -468,7 +474,8 @@ func (c *Client) CreateEphemeralSequential(ctx context.Context, path string, dat
 	if err := c.ensure(ctx, path, false); err != nil {
 		return "", err
 	}
-	parent, base := path[:strings.LastIndexByte(path, '/')], path[strings.LastIndexByte(path, '/')+1:]
+	i := strings.LastIndexByte(path, '/')
+	parent, base := path[:i], path[i+1:]
 	if parent == "" {
 		parent = "/"
 	}
@@ -489,10 +496,7 @@ func (c *Client) CreateEphemeralSequential(ctx context.Context, path string, dat
 	if err != nil {
 		return "", err
 	}
-	c.mu.Lock()
-	c.seq++
-	c.owned[created] = ownedNode{data: data, seq: c.seq}
-	c.mu.Unlock()
+	c.own(created, data)
 	return created, nil
 }
 
