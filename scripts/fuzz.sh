@@ -2,17 +2,22 @@
 # Runs every Fuzz* target of the module for a fixed budget each (default 10s).
 # Usage: scripts/fuzz.sh [FUZZTIME] [PACKAGES...]
 #
-# A target fails when Go reports a failing input, a crash or a test error. A bare
-# "context deadline exceeded" at the -fuzztime boundary, with no failing input written,
-# is the Go fuzzing coordinator's shutdown race (go.dev/issue/75804, fixed in Go 1.27):
-# that target is run once more, and only a second real failure counts.
+# Each package's test binary is built once, with the fuzzing instrumentation
+# (`go test -c -fuzz=.`), while the previous package's targets run (one fuzzing worker
+# each, -test.parallel=1, so that the build has the other core). Targets run from their
+# package's folder, so testdata/fuzz seeds and failing inputs live where `go test -fuzz`
+# keeps them. A target fails when Go reports a failing input, a crash or a test error. A
+# bare "context deadline exceeded" at the -fuzztime boundary, with no failing input
+# written, is the Go fuzzing coordinator's shutdown race (go.dev/issue/75804, fixed in Go
+# 1.27): that target is run once more, and only a second real failure counts.
 set -euo pipefail
 fuzztime=${1:-10s}
 shift || true
 pkgs=("${@:-./...}")
 cd "$(dirname "$0")/.."
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+cache=$(go env GOCACHE)/fuzz
 status=0
 
 # deadline_flake LOG: true when LOG shows only the coordinator's deadline race.
@@ -27,11 +32,39 @@ targets() {
 	cat "$1"/*_test.go 2>/dev/null | sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' | sort -u
 }
 
+# The packages with targets, in go list order.
+dirs=() names=()
 while read -r dir pkg; do
+	if [ -n "$(targets "$dir" || true)" ]; then
+		dirs+=("$dir") names+=("$pkg")
+	fi
+done < <(go list -f '{{.Dir}} {{.ImportPath}}' "${pkgs[@]}")
+
+# build I: the instrumented test binary of package I, in the background.
+build() {
+	go test -c -fuzz=. -o "$work/$1.test" "${names[$1]}" >"$work/$1.build" 2>&1 &
+	echo $! >"$work/$1.pid"
+}
+
+n=${#names[@]}
+((n > 0)) && build 0
+for ((i = 0; i < n; i++)); do
+	pkg=${names[$i]} dir=${dirs[$i]}
+	built=0
+	wait "$(cat "$work/$i.pid")" || built=$?
+	((i + 1 < n)) && build $((i + 1))
+	if ((built != 0)); then
+		echo "fuzz $pkg: build failed"
+		cat "$work/$i.build"
+		status=1
+		continue
+	fi
 	for target in $(targets "$dir"); do
 		echo "fuzz $pkg $target ($fuzztime)"
+		log=$work/$i.log
 		for attempt in 1 2; do
-			if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1; then
+			if (cd "$dir" && "$work/$i.test" -test.run='^$' -test.fuzz="^${target}\$" -test.fuzztime="$fuzztime" \
+				-test.parallel=1 -test.fuzzcachedir="$cache/$pkg") >"$log" 2>&1; then
 				break
 			fi
 			if [ "$attempt" = 1 ] && deadline_flake "$log"; then
@@ -43,5 +76,6 @@ while read -r dir pkg; do
 			break
 		done
 	done
-done < <(go list -f '{{.Dir}} {{.ImportPath}}' "${pkgs[@]}")
+	rm -f "$work/$i.test"
+done
 exit $status
