@@ -33,6 +33,7 @@ func commands() map[string]command {
 		"gen":      {"write synthetic ExampleBatch / Example / Instance files (Zipf fids, shared features, seeded)", runGen},
 		"train":    {"train LR/FM/DeepFM over fused layouts against a sharded PS (Beam), evaluate, print a JSON summary", runTrain},
 		"export":   {"export the tables of a PS checkpoint to EntryDump TFRecord, Avro or Parquet, and verify the round trip", runExport},
+		"plot":     {"draw training curves (loss, eval AUC against step) from TensorBoard event files as PNGs", runPlot},
 		"bench":    {"run the benchmark suite (quick or full): ratios against same-run baselines, RESULTS.md and plots", runBench},
 
 		"fake-tfserving":   {"serve a TF Serving double (ModelService, GetModelMetadata) behind tensorflow_model_server's flags until SIGTERM", runFakeTFServing},

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/monolith-go/monolith/io/dataset"
+	"github.com/monolith-go/monolith/io/tfevents"
 	"github.com/monolith-go/monolith/kernels/featstats"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
@@ -44,11 +47,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	in.register(fs)
 	jsonOut := fs.Bool("json", false, "print a JSON report")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: monolith inspect [flags] FILE|PATTERN...\n\nPrints records, rows and, per feature, fid counts, rows with fids and slots.")
+		fmt.Fprintln(fs.Output(), "usage: monolith inspect [flags] FILE|PATTERN...\n\nPrints records, rows and, per feature, fid counts, rows with fids and slots.\n"+
+			"When every argument is a TensorBoard event file (events.out.tfevents.*) or a directory\n"+
+			"holding some, prints their scalars instead: step, tag, value and wall time, in file order.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if files, ok, err := eventFiles(fs.Args()); err != nil {
+		return err
+	} else if ok {
+		return inspectEvents(files, *jsonOut, stdout)
 	}
 	opts, err := in.options()
 	if err != nil {
@@ -200,4 +210,99 @@ func slotString(slots []int) string {
 		return strings.Join(parts, ",")
 	}
 	return fmt.Sprintf("%d slots in %d..%d", len(slots), slots[0], slots[len(slots)-1])
+}
+
+// eventFiles returns the event files of args when every argument is an event file (its
+// base name starts with events.out.tfevents.) or a directory holding event files; ok is
+// false otherwise, and the arguments are training data.
+func eventFiles(args []string) (files []string, ok bool, err error) {
+	if len(args) == 0 {
+		return nil, false, nil
+	}
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, false, nil // a pattern, or missing: the data path reports it
+		}
+		if !st.IsDir() {
+			if !tfevents.IsEventFile(a) {
+				return nil, false, nil
+			}
+			files = append(files, a)
+			continue
+		}
+		found, err := tfevents.Files(a)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(found) == 0 {
+			return nil, false, nil
+		}
+		files = append(files, found...)
+	}
+	return files, true, nil
+}
+
+// eventPoint is one scalar in inspect's --json output of event files.
+type eventPoint struct {
+	File     string    `json:"file"`
+	Step     int64     `json:"step"`
+	Tag      string    `json:"tag"`
+	Value    jsonFloat `json:"value"`
+	WallTime float64   `json:"wall_time"`
+}
+
+// jsonFloat is a float64 that encodes NaN and infinities as the strings "NaN", "Infinity"
+// and "-Infinity" (protobuf JSON's spelling), which JSON numbers cannot hold.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	return json.Marshal(v)
+}
+
+// inspectEvents prints the scalars of event files, in file order: a table or, with
+// jsonOut, a JSON array of points. A damaged file stops it with the error (file, offset).
+func inspectEvents(files []string, jsonOut bool, w io.Writer) error {
+	var pts []eventPoint
+	for _, f := range files {
+		ps, err := tfevents.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			pts = append(pts, eventPoint{File: f, Step: p.Step, Tag: p.Tag, Value: jsonFloat(p.Value), WallTime: p.WallTime})
+		}
+	}
+	if jsonOut {
+		if pts == nil {
+			pts = []eventPoint{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(pts)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tTAG\tVALUE\tWALL_TIME")
+	for _, p := range pts {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.Step, p.Tag, formatValue(float64(p.Value)), strconv.FormatFloat(p.WallTime, 'f', 3, 64))
+	}
+	return tw.Flush()
+}
+
+// formatValue prints v in the fewest digits that read back the same, at float32
+// precision when v is a float32 (simple_value), so 0.1f prints as 0.1.
+func formatValue(v float64) string {
+	if float64(float32(v)) == v {
+		return strconv.FormatFloat(v, 'g', -1, 32)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

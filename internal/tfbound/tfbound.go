@@ -77,12 +77,6 @@ func MonkeyPatch() error {
 	return needs("utils.enable_monkey_patch", "tensorflow.python.training.monitored_session to patch")
 }
 
-// WriteSummary is BaseRunner.write_summary (monolith/base_runner.py): scalar summaries of
-// a log dict written through a TF summary writer.
-func WriteSummary() error {
-	return needs("base_runner.BaseRunner.write_summary", "tf.compat.v1.Summary and a TF summary FileWriter")
-}
-
 // HeapProfile is enable_tcmalloc / setup_heap_profile (monolith/common/python/mem_profiling.py):
 // gperftools heap profiling of the TensorFlow C++ runtime through LD_PRELOAD and HEAPPROFILE
 // variables. Go heaps are profiled with runtime/pprof; the library path would come from
@@ -95,5 +89,5 @@ func HeapProfile() error {
 // All returns every component's error, in the order of this file.
 func All() []error {
 	return []error{TPURunner(), TPUInfeedOutfeedHook(), EmbeddingTask(), LayerFProp(), LayerLoss(),
-		HostCallHook(), MonkeyPatch(), WriteSummary(), HeapProfile()}
+		HostCallHook(), MonkeyPatch(), HeapProfile()}
 }
