@@ -8,9 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/monolith-go/monolith/internal/beamtest"
 )
 
-// TestMain lets the test binary serve as the benchmark's child process.
+// TestMain lets the test binary serve as the benchmark's child process; as the parent, it
+// fails the tests if a goroutine outlives them (goleak), but for the embedded prism job
+// server that TestInProcess starts, which runs for the life of the process by design of the
+// Beam SDK.
 func TestMain(m *testing.M) {
 	if served, err := MaybeChild(context.Background()); served {
 		if err != nil {
@@ -19,7 +26,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m, beamtest.IgnorePrism())
 }
 
 // TestEndToEnd runs every kind, each in its own child process, on a small data set at two

@@ -12,11 +12,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/report.golden.md")
 
-// TestMain lets the test binary serve as the suite's child process.
+// TestMain lets the test binary serve as the suite's child process; as the parent, it
+// fails the tests if a goroutine outlives them (goleak).
 func TestMain(m *testing.M) {
 	if served, err := MaybeChild(context.Background()); served {
 		if err != nil {
@@ -25,7 +28,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func TestSummarize(t *testing.T) {

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/monolith-go/monolith/internal/beamtest"
 )
 
 // envTestMain makes the test binary behave as monolith itself, so that tests can run
@@ -26,5 +30,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Commands start servers and pipelines (prism, whose job server lives for the process).
+	goleak.VerifyTestMain(m, beamtest.IgnorePrism())
 }

@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envPSTables) != "" {
 		os.Exit(psChild())
 	}
-	beamtest.Main(m)
+	// Pipelines run on the embedded prism runner; its job server is ignored (IgnorePrism).
+	beamtest.VerifyMain(m)
 }
 
 // psChild serves one PS shard until SIGTERM, printing "ADDR <host:port>" first.

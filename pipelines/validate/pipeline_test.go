@@ -17,7 +17,9 @@ import (
 	"github.com/monolith-go/monolith/runners"
 )
 
-func TestMain(m *testing.M) { beamtest.Main(m) }
+// TestMain runs the pipelines on prism and fails the tests if a goroutine outlives them,
+// but for prism's job server (beamtest.IgnorePrism).
+func TestMain(m *testing.M) { beamtest.VerifyMain(m) }
 
 // TestPipeline runs the data checks as a Beam pipeline on prism, over the fixture cut into
 // batches of 7 rows (several bundles and merges), and compares every report with the one
