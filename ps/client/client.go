@@ -40,6 +40,7 @@ type options struct {
 	backoff, maxBackoff      time.Duration
 	maxMsg                   int
 	dialOpts                 []grpc.DialOption
+	metrics                  *Metrics
 }
 
 // Option configures a Client.
@@ -278,8 +279,10 @@ func (c *Client) Close() error {
 // *RPCError); other failures *RPCError.
 func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int, timeout time.Duration,
 	f func(context.Context, pspb.ParameterServerClient) (T, error),
-) (T, error) {
+) (_ T, err error) {
 	var zero T
+	start := time.Now()
+	defer func() { c.opts.metrics.observe(op, start, err) }()
 	cn := set.conns[k]
 	if cn.cc == nil {
 		return zero, &RPCError{Op: op, Shard: k, Err: status.Errorf(codes.Unavailable, "shard %d has no address", k)}
@@ -308,6 +311,7 @@ func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int
 		if code != codes.Unavailable || attempt >= c.opts.retries {
 			return zero, &RPCError{Op: op, Shard: k, Err: err}
 		}
+		c.opts.metrics.retried(op)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():

@@ -7,7 +7,7 @@
 // New builds the tables of Options.Tables, restores the newest checkpoint of the shard's
 // folder (CheckpointDir/shard-<I>-of-<N>) and listens; Serve serves gRPC, the standard gRPC
 // health service (SERVING per service, NOT_SERVING from the start of shutdown) and, when
-// MetricsListen is set, GET /metrics in the Prometheus text format. Serve also writes a
+// MetricsListen is set, GET /metrics (see Metrics). Serve also writes a
 // checkpoint every SaveEvery and runs expiry (Table.Evict) every
 // feature_evict_every_n_hours on tables with enable_feature_eviction. When the context of
 // Serve ends the server stops gracefully and writes a final checkpoint; Close instead stops
@@ -79,4 +79,17 @@
 //
 // Handlers never panic on input; a panic inside a table is turned into codes.Internal by
 // the gRPC interceptor (direct calls of the handler methods do not recover).
+//
+// # Metrics
+//
+// The shard's metrics are Prometheus collectors (client_golang) registered on
+// Options.Registry with the constant labels shard and num_shards, so that the shards of
+// one process share a registry; they leave it when the server stops. Lookups, applies,
+// barriers and saves have counters and latency histograms
+// (monolith_ps_{lookup,apply,barrier}_latency_seconds, monolith_ps_checkpoint_save_seconds);
+// the request limits are gauges (monolith_ps_request_limit{limit}) and their rejections
+// counters (monolith_ps_rejected_requests_total{limit}); duplicates, the global step, the
+// training barrier and every table's size and memory are reported too, the last ones read at
+// scrape time. MetricsListen serves the registry, with the Go and process collectors when
+// the server made it.
 package server

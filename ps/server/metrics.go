@@ -1,144 +1,232 @@
 package server
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/monolith-go/monolith/ps/table"
 )
 
-// metrics are the server's counters. Every field is updated atomically; there is no lock.
+// Latency buckets (seconds): requests from 50 µs to 1.6 s, barrier waits from 1 ms to
+// 4.4 min, checkpoint saves from 10 ms to 82 s.
+var (
+	requestBuckets = prometheus.ExponentialBuckets(50e-6, 2, 16)
+	barrierBuckets = prometheus.ExponentialBuckets(1e-3, 4, 10)
+	saveBuckets    = prometheus.ExponentialBuckets(10e-3, 2, 14)
+)
+
+// Label values of monolith_ps_request_limit and monolith_ps_rejected_requests_total.
+const (
+	limitFidsPerRequest = "fids_per_request"
+	limitMessageBytes   = "message_bytes"
+	limitDedupWindow    = "dedup_window"
+)
+
+// metrics are the server's Prometheus metrics (package client_golang), registered on
+// Options.Registry with the constant labels shard and num_shards. The collectors are
+// safe for concurrent use; there is no lock.
 type metrics struct {
-	lookups, lookupErrors, lookupFids, lookupNanos atomic.Int64
-	applies, applyErrors, applyFids, applyNanos    atomic.Int64
-	barriers, barrierTimeouts, barrierErrors       atomic.Int64
-	rejected                                       atomic.Int64 // requests over MaxFidsPerRequest
-	saves, saveErrors                              atomic.Int64
-	evicted                                        atomic.Int64
-	duplicates                                     atomic.Int64 // requests skipped for an applied request id
-	globalSteps                                    atomic.Int64 // GlobalStep requests, duplicates included
+	lookups, lookupErrors, lookupFids prometheus.Counter
+	lookupLatency                     prometheus.Histogram
+	applies, applyErrors, applyFids   prometheus.Counter
+	applyLatency                      prometheus.Histogram
+	barriers, barrierTimeouts         prometheus.Counter
+	barrierErrors                     prometheus.Counter
+	barrierLatency                    prometheus.Histogram
+	trainingBarrier                   *prometheus.CounterVec // by op
+	rejected                          *prometheus.CounterVec // by limit
+	saves, saveErrors                 prometheus.Counter
+	saveLatency                       prometheus.Histogram
+	evicted                           prometheus.Counter
+	duplicates                        prometheus.Counter // requests skipped for an applied request id
+	globalSteps                       prometheus.Counter // GlobalStep requests, duplicates included
+
+	collectors []prometheus.Collector // everything above plus the scrape-time gauges
+}
+
+func newMetrics(s *Server) *metrics {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	}
+	m := &metrics{
+		lookups:         counter("monolith_ps_lookup_requests_total", "Lookup requests, batch sub-requests included."),
+		lookupErrors:    counter("monolith_ps_lookup_errors_total", "Lookup requests answered with a failure status."),
+		lookupFids:      counter("monolith_ps_lookup_fids_total", "Fids looked up."),
+		lookupLatency:   hist("monolith_ps_lookup_latency_seconds", "Lookup handling time (a batch sub-request counts once).", requestBuckets),
+		applies:         counter("monolith_ps_apply_requests_total", "ApplyGradients requests, batch sub-requests and failures included."),
+		applyErrors:     counter("monolith_ps_apply_errors_total", "ApplyGradients requests answered with a failure status."),
+		applyFids:       counter("monolith_ps_apply_fids_total", "Fids in ApplyGradients requests."),
+		applyLatency:    hist("monolith_ps_apply_latency_seconds", "ApplyGradients handling time (a batch sub-request counts once).", requestBuckets),
+		barriers:        counter("monolith_ps_barrier_requests_total", "Barrier requests."),
+		barrierTimeouts: counter("monolith_ps_barrier_timeouts_total", "Barrier requests that timed out."),
+		barrierErrors:   counter("monolith_ps_barrier_errors_total", "Barrier requests rejected or failed."),
+		barrierLatency:  hist("monolith_ps_barrier_latency_seconds", "Time a Barrier request waited for its generation.", barrierBuckets),
+		trainingBarrier: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "monolith_ps_training_barrier_requests_total",
+			Help: "TrainingBarrier requests by operation (status, join, leave, place, remove, wait)."}, []string{"op"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "monolith_ps_rejected_requests_total",
+			Help: "Requests rejected for exceeding a request limit, by limit."}, []string{"limit"}),
+		saves:       counter("monolith_ps_checkpoint_saves_total", "Checkpoints written."),
+		saveErrors:  counter("monolith_ps_checkpoint_save_errors_total", "Checkpoint saves that failed."),
+		saveLatency: hist("monolith_ps_checkpoint_save_seconds", "Time to write a checkpoint (successful saves).", saveBuckets),
+		evicted:     counter("monolith_ps_evicted_entries_total", "Entries removed by expiry."),
+		duplicates: counter("monolith_ps_duplicate_requests_total",
+			"ApplyGradients (batch sub-requests included) and GlobalStep requests skipped because their request id was already applied."),
+		globalSteps: counter("monolith_ps_global_step_requests_total", "GlobalStep requests, duplicates included."),
+	}
+	m.rejected.WithLabelValues(limitFidsPerRequest) // present at 0 from the start
+	m.collectors = []prometheus.Collector{
+		m.lookups, m.lookupErrors, m.lookupFids, m.lookupLatency,
+		m.applies, m.applyErrors, m.applyFids, m.applyLatency,
+		m.barriers, m.barrierTimeouts, m.barrierErrors, m.barrierLatency, m.trainingBarrier, m.rejected,
+		m.saves, m.saveErrors, m.saveLatency, m.evicted, m.duplicates, m.globalSteps,
+		stateCollector{s},
+	}
+	return m
+}
+
+// register adds the collectors to reg with the shard's constant labels. On failure
+// nothing stays registered.
+func (m *metrics) register(reg prometheus.Registerer) error {
+	for i, c := range m.collectors {
+		if err := reg.Register(c); err != nil {
+			for _, done := range m.collectors[:i] {
+				reg.Unregister(done)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *metrics) unregister(reg prometheus.Registerer) {
+	for _, c := range m.collectors {
+		reg.Unregister(c)
+	}
 }
 
 // observeLookup records one lookup (a batch sub-request counts as one).
 func (m *metrics) observeLookup(start time.Time, fids int, failed bool) {
-	m.lookups.Add(1)
-	m.lookupFids.Add(int64(fids))
-	m.lookupNanos.Add(int64(time.Since(start)))
+	m.lookups.Inc()
+	m.lookupFids.Add(float64(fids))
+	m.lookupLatency.Observe(time.Since(start).Seconds())
 	if failed {
-		m.lookupErrors.Add(1)
+		m.lookupErrors.Inc()
 	}
 }
 
 // observeApply records one apply, failed ones included (spec/ps.md §8.3).
 func (m *metrics) observeApply(start time.Time, fids int, failed bool) {
-	m.applies.Add(1)
-	m.applyFids.Add(int64(fids))
-	m.applyNanos.Add(int64(time.Since(start)))
+	m.applies.Inc()
+	m.applyFids.Add(float64(fids))
+	m.applyLatency.Observe(time.Since(start).Seconds())
 	if failed {
-		m.applyErrors.Add(1)
+		m.applyErrors.Inc()
 	}
 }
 
-// avgMicros is total/count in microseconds, 0 when count is 0.
-func avgMicros(totalNanos, count int64) float64 {
-	if count == 0 {
-		return 0
+// read returns a metric's current value: a counter's or gauge's value, or a histogram's
+// sample count and sum in seconds (GetStats and tests).
+func read(c prometheus.Metric) (value float64, count uint64) {
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		return 0, 0
 	}
-	return float64(totalNanos) / float64(count) / 1e3
-}
-
-// promWriter writes the Prometheus text exposition format (version 0.0.4).
-type promWriter struct {
-	w      *bufio.Writer
-	labels string // constant labels, rendered: shard="0",num_shards="2"
-}
-
-func (p *promWriter) header(name, typ, help string) {
-	fmt.Fprintf(p.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
-
-func (p *promWriter) sample(name, extra string, v float64) {
-	labels := p.labels
-	if extra != "" {
-		labels += "," + extra
+	switch {
+	case d.Counter != nil:
+		return d.GetCounter().GetValue(), 0
+	case d.Histogram != nil:
+		return d.GetHistogram().GetSampleSum(), d.GetHistogram().GetSampleCount()
+	case d.Gauge != nil:
+		return d.GetGauge().GetValue(), 0
 	}
-	fmt.Fprintf(p.w, "%s{%s} %s\n", name, labels, strconv.FormatFloat(v, 'g', -1, 64))
+	return 0, 0
 }
 
-func (p *promWriter) counter(name, help string, v int64) {
-	p.header(name, "counter", help)
-	p.sample(name, "", float64(v))
-}
+// count is a counter's value as an int64.
+func count(c prometheus.Counter) int64 { v, _ := read(c); return int64(v) }
 
-// labelEscaper escapes a label value: backslash, double quote and newline.
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-
-// writeMetrics renders every counter and per-table gauge.
-func (s *Server) writeMetrics(w io.Writer) error {
-	p := &promWriter{w: bufio.NewWriter(w), labels: fmt.Sprintf(`shard="%d",num_shards="%d"`, s.opts.Shard, s.opts.NumShards)}
-	m := &s.metrics
-	p.counter("monolith_ps_lookup_requests_total", "Lookup requests, batch sub-requests included.", m.lookups.Load())
-	p.counter("monolith_ps_lookup_errors_total", "Lookup requests answered with a failure status.", m.lookupErrors.Load())
-	p.counter("monolith_ps_lookup_fids_total", "Fids looked up.", m.lookupFids.Load())
-	p.header("monolith_ps_lookup_latency_seconds", "summary", "Lookup handling time.")
-	p.sample("monolith_ps_lookup_latency_seconds_sum", "", float64(m.lookupNanos.Load())/1e9)
-	p.sample("monolith_ps_lookup_latency_seconds_count", "", float64(m.lookups.Load()))
-	p.counter("monolith_ps_apply_requests_total", "ApplyGradients requests, batch sub-requests and failures included.", m.applies.Load())
-	p.counter("monolith_ps_apply_errors_total", "ApplyGradients requests answered with a failure status.", m.applyErrors.Load())
-	p.counter("monolith_ps_apply_fids_total", "Fids in ApplyGradients requests.", m.applyFids.Load())
-	p.header("monolith_ps_apply_latency_seconds", "summary", "ApplyGradients handling time.")
-	p.sample("monolith_ps_apply_latency_seconds_sum", "", float64(m.applyNanos.Load())/1e9)
-	p.sample("monolith_ps_apply_latency_seconds_count", "", float64(m.applies.Load()))
-	p.counter("monolith_ps_barrier_requests_total", "Barrier requests.", m.barriers.Load())
-	p.counter("monolith_ps_barrier_timeouts_total", "Barrier requests that timed out.", m.barrierTimeouts.Load())
-	p.counter("monolith_ps_barrier_errors_total", "Barrier requests rejected or failed.", m.barrierErrors.Load())
-	p.counter("monolith_ps_rejected_requests_total", "Requests rejected for exceeding the fids-per-request limit.", m.rejected.Load())
-	p.counter("monolith_ps_checkpoint_saves_total", "Checkpoints written.", m.saves.Load())
-	p.counter("monolith_ps_checkpoint_save_errors_total", "Checkpoint saves that failed.", m.saveErrors.Load())
-	p.counter("monolith_ps_evicted_entries_total", "Entries removed by expiry.", m.evicted.Load())
-	p.counter("monolith_ps_duplicate_requests_total", "ApplyGradients (batch sub-requests included) and GlobalStep requests skipped because their request id was already applied.", m.duplicates.Load())
-	p.counter("monolith_ps_global_step_requests_total", "GlobalStep requests, duplicates included.", m.globalSteps.Load())
-	p.header("monolith_ps_global_step", "gauge", "The shard's global step: GlobalStep increments and the largest ApplyGradients global_step.")
-	p.sample("monolith_ps_global_step", "", float64(s.step.Load()))
-
-	stats := make([]table.Stats, len(s.tables))
-	for i, t := range s.tables {
-		stats[i] = t.Stats()
+// avgMicros is a histogram's mean in microseconds (0 before its first sample), and its count.
+func avgMicros(h prometheus.Histogram) (float64, int64) {
+	sum, n := read(h)
+	if n == 0 {
+		return 0, 0
 	}
-	for _, g := range []struct {
-		name, help string
-		value      func(table.Stats) float64
+	return sum / float64(n) * 1e6, int64(n)
+}
+
+// stateCollector reports, at scrape time, the shard's global step, its request limits and
+// every table's size and memory.
+type stateCollector struct{ s *Server }
+
+var (
+	descGlobalStep = prometheus.NewDesc("monolith_ps_global_step",
+		"The shard's global step: GlobalStep increments and the largest ApplyGradients global_step.", nil, nil)
+	descLimit = prometheus.NewDesc("monolith_ps_request_limit",
+		"A configured request limit: fids per request (summed over batch sub-requests), gRPC message bytes, request ids in the duplicate window.",
+		[]string{"limit"}, nil)
+	descTrainingBarrier = prometheus.NewDesc("monolith_ps_training_barrier_placed",
+		"1 while the training barrier is placed (its action as a label), else 0.", []string{"action"}, nil)
+	descTrainingWorkers = prometheus.NewDesc("monolith_ps_training_barrier_workers",
+		"Workers joined to the training barrier, by state (blocked: paused at the barrier).", []string{"state"}, nil)
+	tableGauges = []struct {
+		desc  *prometheus.Desc
+		value func(table.Stats) float64
 	}{
-		{"monolith_ps_table_entries", "Entries of a table.", func(st table.Stats) float64 { return float64(st.Size) }},
-		{"monolith_ps_table_memory_bytes", "Bytes a table holds: entries, index and filter.", func(st table.Stats) float64 { return float64(st.MemoryBytes) }},
-		{"monolith_ps_table_raw_bytes", "Embedding and optimizer-state bytes of a table's entries.", func(st table.Stats) float64 { return float64(st.RawBytes) }},
-		{"monolith_ps_table_dim", "Embedding dimension of a table.", func(st table.Stats) float64 { return float64(st.Dim) }},
-		{"monolith_ps_table_max_update_time_seconds", "Newest update time of a table (Unix seconds).", func(st table.Stats) float64 { return float64(st.MaxUpdateTime) }},
-	} {
-		p.header(g.name, "gauge", g.help)
-		for _, st := range stats {
-			p.sample(g.name, `table="`+escapeLabel(st.Name)+`"`, g.value(st))
-		}
+		{prometheus.NewDesc("monolith_ps_table_entries", "Entries of a table.", []string{"table"}, nil),
+			func(st table.Stats) float64 { return float64(st.Size) }},
+		{prometheus.NewDesc("monolith_ps_table_memory_bytes", "Bytes a table holds: entries, index and filter.", []string{"table"}, nil),
+			func(st table.Stats) float64 { return float64(st.MemoryBytes) }},
+		{prometheus.NewDesc("monolith_ps_table_raw_bytes", "Embedding and optimizer-state bytes of a table's entries.", []string{"table"}, nil),
+			func(st table.Stats) float64 { return float64(st.RawBytes) }},
+		{prometheus.NewDesc("monolith_ps_table_dim", "Embedding dimension of a table.", []string{"table"}, nil),
+			func(st table.Stats) float64 { return float64(st.Dim) }},
+		{prometheus.NewDesc("monolith_ps_table_max_update_time_seconds", "Newest update time of a table (Unix seconds).", []string{"table"}, nil),
+			func(st table.Stats) float64 { return float64(st.MaxUpdateTime) }},
 	}
-	return p.w.Flush()
+)
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descGlobalStep
+	ch <- descLimit
+	ch <- descTrainingBarrier
+	ch <- descTrainingWorkers
+	for _, g := range tableGauges {
+		ch <- g.desc
+	}
 }
 
-// metricsHandler serves GET /metrics.
-func (s *Server) metricsHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		if err := s.writeMetrics(w); err != nil {
-			s.log.Debug("write metrics", "err", err)
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	ch <- prometheus.MustNewConstMetric(descGlobalStep, prometheus.GaugeValue, float64(s.step.Load()))
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{limitFidsPerRequest, s.opts.MaxFidsPerRequest}, {limitMessageBytes, s.opts.MaxMessageBytes}, {limitDedupWindow, s.opts.DedupWindow}} {
+		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(l.v), l.name)
+	}
+	st := s.pause.Status()
+	placed := 0.0
+	if st.Placed {
+		placed = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descTrainingBarrier, prometheus.GaugeValue, placed, st.Action)
+	ch <- prometheus.MustNewConstMetric(descTrainingWorkers, prometheus.GaugeValue, float64(len(st.Blocked)), "blocked")
+	ch <- prometheus.MustNewConstMetric(descTrainingWorkers, prometheus.GaugeValue, float64(len(st.Unblocked)), "running")
+	for _, t := range s.tables {
+		stats := t.Stats()
+		for _, g := range tableGauges {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(stats), stats.Name)
 		}
-	})
-	return mux
+	}
+}
+
+// shardLabels are the constant labels of a shard's metrics.
+func shardLabels(shard, numShards int) prometheus.Labels {
+	return prometheus.Labels{"shard": fmt.Sprint(shard), "num_shards": fmt.Sprint(numShards)}
 }

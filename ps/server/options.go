@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
 	"github.com/monolith-go/monolith/schemas/pspb"
@@ -36,9 +38,14 @@ type Options struct {
 	Shard, NumShards int
 	// Listen is the gRPC address (default "127.0.0.1:0", an ephemeral port).
 	Listen string
-	// MetricsListen is the HTTP address of /metrics (Prometheus text format). Empty turns it
-	// off; a bare port ("9100" or ":9100") binds 127.0.0.1.
+	// MetricsListen is the HTTP address of /metrics (Prometheus text format) serving
+	// Registry. Empty turns it off; a bare port ("9100" or ":9100") binds 127.0.0.1.
 	MetricsListen string
+	// Registry receives the shard's metrics, with the constant labels shard and
+	// num_shards, so that several shards (and other components) of one process can share
+	// it; they are removed from it when the server stops. Nil: the server's own registry,
+	// with the Go and process collectors.
+	Registry *prometheus.Registry
 	// Tables are the tables this shard serves (the --tables file).
 	Tables *pspb.TablesConfig
 	// CheckpointDir, when set, holds this shard's checkpoints under
@@ -151,8 +158,8 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.MetricsListen != "" {
-		if _, _, err := net.SplitHostPort(metricsAddr(o.MetricsListen)); err != nil {
-			bad("metrics address %q: %v", o.MetricsListen, err)
+		if err := metricsrv.Validate(o.MetricsListen); err != nil {
+			bad("%v", err)
 		}
 	}
 	if len(errs) == 0 {
@@ -166,20 +173,6 @@ type optionsError struct{ error }
 
 func (e optionsError) Unwrap() error        { return e.error }
 func (e optionsError) Is(target error) bool { return target == ErrInvalidOptions }
-
-// metricsAddr binds a bare port ("9100", ":9100") to 127.0.0.1.
-func metricsAddr(a string) string {
-	if a == "" {
-		return ""
-	}
-	if !strings.Contains(a, ":") {
-		return "127.0.0.1:" + a
-	}
-	if strings.HasPrefix(a, ":") {
-		return "127.0.0.1" + a
-	}
-	return a
-}
 
 // ShardDir is the folder of shard's checkpoints under a checkpoint directory.
 func ShardDir(checkpointDir string, shard, numShards int) string {

@@ -2,17 +2,15 @@ package server
 
 import (
 	"errors"
-	"io"
 	"math"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
 
@@ -111,26 +109,36 @@ func TestApplyRequestIDs(t *testing.T) {
 			if st.DuplicateRequests != tc.wantDups {
 				t.Errorf("GetStats: %d duplicates, want %d", st.DuplicateRequests, tc.wantDups)
 			}
-			if want := `monolith_ps_duplicate_requests_total{shard="0",num_shards="1"} ` + strconv.FormatInt(tc.wantDups, 10); !strings.Contains(scrape(t, r), want) {
-				t.Errorf("/metrics lacks %q", want)
-			}
+			wantSamples(t, scrape(t, r), []sample{{"monolith_ps_duplicate_requests_total", []string{"shard", "0", "num_shards", "1"}, float64(tc.wantDups)}})
 		})
 	}
 }
 
-// scrape returns the text of /metrics.
-func scrape(t *testing.T, r *running) string {
+// scrape reads /metrics with the Prometheus text parser (metricsrv.Scrape).
+func scrape(t *testing.T, r *running) map[string]*dto.MetricFamily {
 	t.Helper()
-	res, err := http.Get("http://" + r.srv.MetricsAddr() + "/metrics")
+	fams, err := metricsrv.Scrape(testCtx(t), r.srv.MetricsAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
+	return fams
+}
+
+// wantSamples checks samples of a scrape: name with label pairs → value.
+func wantSamples(t *testing.T, fams map[string]*dto.MetricFamily, want []sample) {
+	t.Helper()
+	for _, w := range want {
+		got, ok := metricsrv.Value(fams, w.name, w.labels...)
+		if !ok || got != w.value {
+			t.Errorf("/metrics %s%v = %v (present %v), want %v", w.name, w.labels, got, ok, w.value)
+		}
 	}
-	return string(body)
+}
+
+type sample struct {
+	name   string
+	labels []string
+	value  float64
 }
 
 func globalStep(t *testing.T, r *running, inc int64, id string) *pspb.GlobalStepResponse {
@@ -200,16 +208,12 @@ func TestGlobalStep(t *testing.T) {
 	if err != nil || st.DuplicateRequests != 3 {
 		t.Fatalf("stats %v, %v: want 3 duplicates", st, err)
 	}
-	text := scrape(t, r)
-	for _, want := range []string{
-		`monolith_ps_global_step{shard="0",num_shards="1"} 52`,
-		`monolith_ps_global_step_requests_total{shard="0",num_shards="1"} 14`,
-		`monolith_ps_duplicate_requests_total{shard="0",num_shards="1"} 3`,
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
-	}
+	shard := []string{"shard", "0", "num_shards", "1"}
+	wantSamples(t, scrape(t, r), []sample{
+		{"monolith_ps_global_step", shard, 52},
+		{"monolith_ps_global_step_requests_total", shard, 14},
+		{"monolith_ps_duplicate_requests_total", shard, 3},
+	})
 }
 
 // TestGlobalStepConcurrent: concurrent increments are atomic, and concurrent requests with

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -23,6 +22,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/ps/checkpoint"
@@ -54,7 +56,6 @@ type Server struct {
 	// largest global_step seen, checkpoints save it and restore sets it.
 	step     atomic.Int64
 	dedup    *dedupWindow // recent request ids; nil when disabled
-	metrics  metrics
 	barriers *barriers
 	pause    *pause.Barrier // the training barrier (TrainingBarrier)
 	readRSS  func() (int64, error)
@@ -63,8 +64,11 @@ type Server struct {
 	grpc       *grpc.Server
 	health     *health.Server
 	lis        net.Listener
-	metricsLis net.Listener
-	http       *http.Server
+	metrics    *metrics
+	registry   *prometheus.Registry  // where metrics are registered (Options.Registry or the server's own)
+	registered prometheus.Registerer // registry with the shard's constant labels
+	metricsSrv *metricsrv.Server     // GET /metrics when Options.MetricsListen is set
+	unregister sync.Once
 
 	stopping  chan struct{} // closed at shutdown: barrier waiters give up
 	stopOnce  sync.Once
@@ -100,6 +104,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.barriers = newBarriers(s.stopping)
 	s.pause = pause.New()
+	s.metrics = newMetrics(s)
 	for i, spec := range opts.Tables.GetTables() {
 		t, err := table.FromSpec(spec, tableSeed(opts.Seed, opts.Shard, i))
 		if err != nil {
@@ -130,19 +135,26 @@ func New(opts Options) (*Server, error) {
 	s.health.SetServingStatus(pspb.ParameterServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 
+	s.registry = opts.Registry
+	if s.registry == nil {
+		s.registry = metricsrv.NewRegistry()
+	}
+	s.registered = prometheus.WrapRegistererWith(shardLabels(opts.Shard, opts.NumShards), s.registry)
+	if err := s.metrics.register(s.registered); err != nil {
+		return nil, fmt.Errorf("ps/server: shard %d: register metrics: %w", opts.Shard, err)
+	}
 	lis, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
+		s.metrics.unregister(s.registered)
 		return nil, fmt.Errorf("ps/server: shard %d: listen: %w", opts.Shard, err)
 	}
 	s.lis = lis
 	if opts.MetricsListen != "" {
-		ml, err := net.Listen("tcp", metricsAddr(opts.MetricsListen))
-		if err != nil {
+		if s.metricsSrv, err = metricsrv.Listen(opts.MetricsListen, s.registry, s.log); err != nil {
 			lis.Close()
-			return nil, fmt.Errorf("ps/server: shard %d: metrics listen: %w", opts.Shard, err)
+			s.metrics.unregister(s.registered)
+			return nil, fmt.Errorf("ps/server: shard %d: %w", opts.Shard, err)
 		}
-		s.metricsLis = ml
-		s.http = &http.Server{Handler: s.metricsHandler(), ReadHeaderTimeout: 10 * time.Second}
 	}
 	return s, nil
 }
@@ -186,11 +198,15 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // MetricsAddr is the address of /metrics, "" when it is off.
 func (s *Server) MetricsAddr() string {
-	if s.metricsLis == nil {
+	if s.metricsSrv == nil {
 		return ""
 	}
-	return s.metricsLis.Addr().String()
+	return s.metricsSrv.Addr()
 }
+
+// Registry is the registry holding the server's metrics: Options.Registry, or the
+// server's own (with the Go and process collectors) when that is nil.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
 // Tables are the served tables, in configuration order. Callers must not replace them.
 func (s *Server) Tables() []*table.Table { return s.tables }
@@ -214,19 +230,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Debug("serving", "addr", s.Addr(), "metrics", s.MetricsAddr(), "tables", len(s.tables))
 
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 1)
 	wg.Go(func() {
 		if err := s.grpc.Serve(s.lis); err != nil {
 			errc <- fmt.Errorf("ps/server: grpc serve: %w", err)
 		}
 	})
-	if s.http != nil {
-		wg.Go(func() {
-			if err := s.http.Serve(s.metricsLis); !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("ps/server: metrics serve: %w", err)
-			}
-		})
-	}
 	bg, stopBG := context.WithCancel(context.Background())
 	s.background(bg, &wg)
 
@@ -269,12 +278,14 @@ func (s *Server) stopNow() {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	s.grpc.Stop()
 	s.lis.Close()
-	if s.http != nil {
-		s.http.Close()
-	}
-	if s.metricsLis != nil {
-		s.metricsLis.Close()
-	}
+	s.unregister.Do(func() {
+		if s.metricsSrv != nil {
+			if err := s.metricsSrv.Close(); err != nil {
+				s.log.Debug("close metrics server", "err", err)
+			}
+		}
+		s.metrics.unregister(s.registered)
+	})
 }
 
 // Close stops the server at once without a final checkpoint (in-flight RPCs are cancelled)
@@ -322,7 +333,7 @@ func (s *Server) background(ctx context.Context, wg *sync.WaitGroup) {
 					return
 				case <-tick.C:
 					n := t.Evict()
-					s.metrics.evicted.Add(int64(n))
+					s.metrics.evicted.Add(float64(n))
 					s.log.Info("evicted expired entries", "table", t.Name(), "entries", n)
 				}
 			}
@@ -344,10 +355,11 @@ func (s *Server) save(ctx context.Context, reason string, step int64) (checkpoin
 	meta := checkpoint.Meta{Step: step, Shard: s.opts.Shard, NumShards: s.opts.NumShards}
 	res, err := checkpoint.Save(ctx, s.ckptDir, meta, s.tables)
 	if err != nil {
-		s.metrics.saveErrors.Add(1)
+		s.metrics.saveErrors.Inc()
 		return res, fmt.Errorf("ps/server: shard %d: save checkpoint in %s: %w", s.opts.Shard, s.ckptDir, err)
 	}
-	s.metrics.saves.Add(1)
+	s.metrics.saves.Inc()
+	s.metrics.saveLatency.Observe(time.Since(start).Seconds())
 	s.log.Info("saved checkpoint", "reason", reason, "path", res.Path, "entries", res.Entries, "step", meta.Step, "took", time.Since(start))
 	if err := checkpoint.Prune(s.ckptDir, s.opts.KeepCheckpoints); err != nil {
 		s.log.Warn("prune checkpoints", "dir", s.ckptDir, "err", err)
@@ -373,7 +385,7 @@ func (s *Server) checkFids(op string, n int) error {
 	if n <= s.opts.MaxFidsPerRequest {
 		return nil
 	}
-	s.metrics.rejected.Add(1)
+	s.metrics.rejected.WithLabelValues(limitFidsPerRequest).Inc()
 	return status.Errorf(codes.ResourceExhausted, "ps/server: %s of %d fids exceeds the limit of %d fids per request", op, n, s.opts.MaxFidsPerRequest)
 }
 
@@ -470,7 +482,7 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 	case err != nil:
 		return fail("ps/server: apply table %q: request id %q: waiting for its first attempt: %v", t.Name(), id, err)
 	case dup:
-		s.metrics.duplicates.Add(1)
+		s.metrics.duplicates.Inc()
 		s.log.Debug("duplicate apply skipped", "table", t.Name(), "request_id", id)
 		return &pspb.ApplyGradientsResponse{Duplicate: true}
 	}
@@ -491,7 +503,7 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 // largest global_step it sees and checkpoints save, so it survives a restart from a
 // checkpoint (increments after the last save are lost with it).
 func (s *Server) GlobalStep(ctx context.Context, req *pspb.GlobalStepRequest) (*pspb.GlobalStepResponse, error) {
-	s.metrics.globalSteps.Add(1)
+	s.metrics.globalSteps.Inc()
 	inc, id := req.GetIncrement(), req.GetRequestId()
 	if inc < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "ps/server: global step increment %d is negative", inc)
@@ -501,7 +513,7 @@ func (s *Server) GlobalStep(ctx context.Context, req *pspb.GlobalStepRequest) (*
 	case err != nil:
 		return nil, status.FromContextError(err).Err()
 	case dup:
-		s.metrics.duplicates.Add(1)
+		s.metrics.duplicates.Inc()
 		s.log.Debug("duplicate global step skipped", "request_id", id, "step", prev)
 		return s.withBarrier(&pspb.GlobalStepResponse{Step: prev, Duplicate: true}), nil
 	}
@@ -533,6 +545,7 @@ const maxBarrierHold = time.Minute
 // barrier is removed or the server stops.
 func (s *Server) TrainingBarrier(ctx context.Context, req *pspb.TrainingBarrierRequest) (*pspb.TrainingBarrierResponse, error) {
 	resp := &pspb.TrainingBarrierResponse{}
+	s.metrics.trainingBarrier.WithLabelValues(strings.ToLower(req.GetOp().String())).Inc()
 	switch req.GetOp() {
 	case pspb.TrainingBarrierRequest_STATUS:
 	case pspb.TrainingBarrierRequest_JOIN:
@@ -577,19 +590,21 @@ func (s *Server) TrainingBarrier(ctx context.Context, req *pspb.TrainingBarrierR
 // (the worker then no longer counts as arrived). The end of the RPC context or the server's
 // shutdown fails the RPC itself (Canceled, DeadlineExceeded, Unavailable).
 func (s *Server) Barrier(ctx context.Context, req *pspb.BarrierRequest) (*pspb.BarrierResponse, error) {
-	s.metrics.barriers.Add(1)
+	s.metrics.barriers.Inc()
+	start := time.Now()
 	resp, err := s.barriers.arrive(ctx, req)
+	s.metrics.barrierLatency.Observe(time.Since(start).Seconds())
 	switch {
 	case errors.Is(err, errStopping):
-		s.metrics.barrierErrors.Add(1)
+		s.metrics.barrierErrors.Inc()
 		return nil, status.Error(codes.Unavailable, err.Error())
 	case err != nil:
-		s.metrics.barrierErrors.Add(1)
+		s.metrics.barrierErrors.Inc()
 		return nil, status.FromContextError(err).Err()
 	case resp.StatusCode == statusTimeout:
-		s.metrics.barrierTimeouts.Add(1)
+		s.metrics.barrierTimeouts.Inc()
 	case resp.StatusCode != statusOK:
-		s.metrics.barrierErrors.Add(1)
+		s.metrics.barrierErrors.Inc()
 	}
 	return resp, nil
 }
@@ -622,16 +637,17 @@ func (s *Server) HealthCheck(_ context.Context, req *pspb.HealthCheckRequest) (*
 // GetStats returns the request counters, average latencies in microseconds (0 before the
 // first request) and, when asked, every table's size and memory.
 func (s *Server) GetStats(_ context.Context, req *pspb.GetStatsRequest) (*pspb.GetStatsResponse, error) {
-	m := &s.metrics
-	lookups, applies := m.lookups.Load(), m.applies.Load()
+	m := s.metrics
+	avgLookup, lookups := avgMicros(m.lookupLatency)
+	avgApply, applies := avgMicros(m.applyLatency)
 	resp := &pspb.GetStatsResponse{
 		LookupCount:         lookups,
 		ApplyGradientsCount: applies,
-		AvgLookupLatencyUs:  avgMicros(m.lookupNanos.Load(), lookups),
-		AvgApplyLatencyUs:   avgMicros(m.applyNanos.Load(), applies),
+		AvgLookupLatencyUs:  avgLookup,
+		AvgApplyLatencyUs:   avgApply,
 		Shard:               int32(s.opts.Shard),
 		NumShards:           int32(s.opts.NumShards),
-		DuplicateRequests:   m.duplicates.Load(),
+		DuplicateRequests:   count(m.duplicates),
 	}
 	if req.GetIncludeTableStats() {
 		for _, t := range s.tables {

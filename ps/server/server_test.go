@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"maps"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -69,14 +69,6 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := New(Options{}); err == nil || !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("New(Options{}) = %v, want ErrInvalidOptions", err)
-	}
-}
-
-func TestMetricsAddr(t *testing.T) {
-	for in, want := range map[string]string{"9100": "127.0.0.1:9100", ":9100": "127.0.0.1:9100", "0.0.0.0:1": "0.0.0.0:1", "": ""} {
-		if got := metricsAddr(in); got != want {
-			t.Errorf("metricsAddr(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 
@@ -155,7 +147,7 @@ func TestRequestValidation(t *testing.T) {
 			}
 		})
 	}
-	before := s.metrics.applies.Load()
+	before := count(s.metrics.applies)
 	for _, tc := range []struct {
 		name string
 		req  *pspb.ApplyGradientsRequest
@@ -180,11 +172,11 @@ func TestRequestValidation(t *testing.T) {
 			t.Fatalf("table %s has %d entries after rejected requests", tb.Name(), n)
 		}
 	}
-	if got := s.metrics.applies.Load() - before; got != 5 {
+	if got := count(s.metrics.applies) - before; got != 5 {
 		t.Fatalf("apply count grew by %d, want 5", got)
 	}
-	if s.metrics.applyErrors.Load() != 5 || s.metrics.applyNanos.Load() <= 0 {
-		t.Fatalf("apply errors %d latency %d", s.metrics.applyErrors.Load(), s.metrics.applyNanos.Load())
+	if sum, n := read(s.metrics.applyLatency); count(s.metrics.applyErrors) != 5 || n != 5 || sum <= 0 {
+		t.Fatalf("apply errors %d, latency histogram %d samples summing %v s", count(s.metrics.applyErrors), n, sum)
 	}
 	// The right number of learning rates is accepted: one per segment.
 	resp, err := s.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: []float32{1, 1, 1}, LearningRates: []float32{0.5, 0.1}})
@@ -293,7 +285,7 @@ func TestRequestLimits(t *testing.T) {
 	if resp, err := r.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: fids(8)}); err != nil || resp.StatusCode != 0 {
 		t.Fatal(resp, err)
 	}
-	if n := r.srv.metrics.rejected.Load(); n != 4 {
+	if n := count(r.srv.metrics.rejected.WithLabelValues(limitFidsPerRequest)); n != 4 {
 		t.Fatalf("rejected %d, want 4", n)
 	}
 	// Messages over MaxMessageBytes are refused by gRPC.
@@ -371,31 +363,41 @@ func TestStatsAndHealth(t *testing.T) {
 		}
 	}
 
-	// /metrics.
-	res, err := http.Get("http://" + r.srv.MetricsAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	text := string(body)
-	for _, want := range []string{
-		"# TYPE monolith_ps_lookup_requests_total counter",
-		`monolith_ps_lookup_requests_total{shard="1",num_shards="3"} 3`,
-		`monolith_ps_apply_requests_total{shard="1",num_shards="3"} 2`,
-		`monolith_ps_apply_errors_total{shard="1",num_shards="3"} 1`,
-		`monolith_ps_lookup_fids_total{shard="1",num_shards="3"} 6`,
-		`monolith_ps_lookup_latency_seconds_count{shard="1",num_shards="3"} 3`,
-		"# TYPE monolith_ps_table_entries gauge",
-		`monolith_ps_table_entries{shard="1",num_shards="3",table="emb"} 3`,
-		`monolith_ps_table_dim{shard="1",num_shards="3",table="two"} 3`,
+	// /metrics, parsed by the Prometheus text parser.
+	fams := scrape(t, r)
+	shard := []string{"shard", "1", "num_shards", "3"}
+	with := func(kv ...string) []string { return append(slices.Clone(shard), kv...) }
+	wantSamples(t, fams, []sample{
+		{"monolith_ps_lookup_requests_total", shard, 3},
+		{"monolith_ps_apply_requests_total", shard, 2},
+		{"monolith_ps_apply_errors_total", shard, 1},
+		{"monolith_ps_lookup_fids_total", shard, 6},
+		{"monolith_ps_lookup_latency_seconds", shard, 3}, // histogram: its sample count
+		{"monolith_ps_apply_latency_seconds", shard, 2},
+		{"monolith_ps_table_entries", with("table", "emb"), 3},
+		{"monolith_ps_table_dim", with("table", "two"), 3},
+		{"monolith_ps_request_limit", with("limit", "fids_per_request"), DefaultMaxFidsPerRequest},
+		{"monolith_ps_request_limit", with("limit", "message_bytes"), DefaultMaxMessageBytes},
+		{"monolith_ps_rejected_requests_total", with("limit", "fids_per_request"), 0},
+		{"monolith_ps_training_barrier_placed", with("action", ""), 0},
+	})
+	for name, typ := range map[string]dto.MetricType{
+		"monolith_ps_lookup_latency_seconds":  dto.MetricType_HISTOGRAM,
+		"monolith_ps_apply_latency_seconds":   dto.MetricType_HISTOGRAM,
+		"monolith_ps_barrier_latency_seconds": dto.MetricType_HISTOGRAM,
+		"monolith_ps_checkpoint_save_seconds": dto.MetricType_HISTOGRAM,
+		"monolith_ps_lookup_requests_total":   dto.MetricType_COUNTER,
+		"monolith_ps_table_entries":           dto.MetricType_GAUGE,
+		"go_goroutines":                       dto.MetricType_GAUGE,
+		"process_resident_memory_bytes":       dto.MetricType_GAUGE,
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("/metrics lacks %q", want)
+		if got := fams[name].GetType(); fams[name] == nil || got != typ {
+			t.Errorf("/metrics %s: type %v (present %v), want %v", name, got, fams[name] != nil, typ)
 		}
 	}
-	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
-		t.Errorf("content type %q", ct)
+	h0 := fams["monolith_ps_lookup_latency_seconds"].GetMetric()[0].GetHistogram()
+	if n := len(h0.GetBucket()); n != len(requestBuckets)+1 || h0.GetSampleSum() <= 0 { // the parser adds +Inf
+		t.Errorf("lookup latency histogram: %d buckets (want %d), sum %v", n, len(requestBuckets), h0.GetSampleSum())
 	}
 
 	// Shutdown turns the gRPC health service NOT_SERVING.
@@ -648,7 +650,7 @@ func TestPeriodicSave(t *testing.T) {
 	r := start(t, o)
 	applyBoth(t, r.stub, []int64{1}, 1, 1)
 	deadline := time.Now().Add(10 * time.Second)
-	for r.srv.metrics.saves.Load() < 3 {
+	for count(r.srv.metrics.saves) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatal("no periodic saves")
 		}
@@ -721,14 +723,14 @@ tables {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for r.srv.metrics.evicted.Load() == 0 {
+	for count(r.srv.metrics.evicted) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the expired entry was never evicted")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := r.srv.Tables()[0].Stats().Size; n != 1 || r.srv.metrics.evicted.Load() != 1 {
-		t.Fatalf("%d entries left, %d evicted; want 1 and 1", n, r.srv.metrics.evicted.Load())
+	if n := r.srv.Tables()[0].Stats().Size; n != 1 || count(r.srv.metrics.evicted) != 1 {
+		t.Fatalf("%d entries left, %d evicted; want 1 and 1", n, count(r.srv.metrics.evicted))
 	}
 }
 

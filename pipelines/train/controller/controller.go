@@ -193,8 +193,8 @@ type Server struct {
 
 // Serve binds listen ("127.0.0.1:0" when empty), serves the controller in a goroutine and
 // writes its address atomically to {modelDir}/controller_server_addr.txt (creating
-// modelDir).
-func Serve(listen, modelDir string, barrier Barrier, trainer Trainer, log *slog.Logger) (*Server, error) {
+// modelDir). Its RPCs are counted in m (nil: not counted).
+func Serve(listen, modelDir string, barrier Barrier, trainer Trainer, m *Metrics, log *slog.Logger) (*Server, error) {
 	if barrier == nil || trainer == nil {
 		return nil, errors.New("controller: Serve needs a barrier and a trainer")
 	}
@@ -208,7 +208,7 @@ func Serve(listen, modelDir string, barrier Barrier, trainer Trainer, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("controller: listen %s: %w", listen, err)
 	}
-	s := &Server{barrier: barrier, trainer: trainer, modelDir: modelDir, log: log, lis: lis, srv: grpc.NewServer(), done: make(chan struct{})}
+	s := &Server{barrier: barrier, trainer: trainer, modelDir: modelDir, log: log, lis: lis, srv: grpc.NewServer(grpc.UnaryInterceptor(m.interceptor)), done: make(chan struct{})}
 	pb.RegisterControllerServer(s.srv, s)
 	if err := writeAddr(modelDir, lis.Addr().String()); err != nil {
 		_ = lis.Close()

@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server"
@@ -80,7 +82,18 @@ func TestControllerService(t *testing.T) {
 	if err != nil || g0.Index() != 0 || g1.Index() != 1 {
 		t.Fatalf("joined as %d and %v (%v), want 0 and 1", g0.Index(), g1, err)
 	}
-	srv, err := Serve("", modelDir, b, &Saver{PS: ps}, nil) // no save barrier: the workers here do not step
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unregister()
+	ms, err := metricsrv.Listen("127.0.0.1:0", reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	srv, err := Serve("", modelDir, b, &Saver{PS: ps, Metrics: m}, m, nil) // no save barrier: the workers here do not step
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +135,13 @@ func TestControllerService(t *testing.T) {
 			t.Fatal(err)
 		}
 		if slices.Equal(st.GetBlockedIndices(), []int32{0}) && slices.Equal(st.GetUnblockedIndices(), []int32{1}) {
+			// The metrics report the same state, read at scrape time.
+			wantMetrics(t, ms.Addr(), []sample{
+				{"monolith_controller_barrier_up", nil, 1},
+				{"monolith_controller_barrier_placed", []string{"action", ""}, 1},
+				{"monolith_controller_workers", []string{"state", "blocked"}, 1},
+				{"monolith_controller_workers", []string{"state", "running"}, 1},
+			})
 			break
 		}
 		if time.Now().After(deadline) {
@@ -153,6 +173,17 @@ func TestControllerService(t *testing.T) {
 	if err != nil || ts.GetGlobalStep() != 8 {
 		t.Errorf("GetTrainingStatus = %v, %v; want global step 8", ts, err)
 	}
+	wantMetrics(t, ms.Addr(), []sample{
+		{"monolith_controller_barrier_placed", []string{"action", ""}, 0},
+		{"monolith_controller_workers", []string{"state", "blocked"}, 0},
+		{"monolith_controller_workers", []string{"state", "running"}, 2},
+		{"monolith_controller_saves_total", []string{"result", "ok"}, 1},
+		{"monolith_controller_saves_total", []string{"result", "error"}, 0},
+		{"monolith_controller_save_seconds", nil, 1},
+		{"monolith_controller_requests_total", []string{"method", "/Controller/StopTraining", "code", "OK"}, 1},
+		{"monolith_controller_requests_total", []string{"method", "/Controller/StopTraining", "code", "AlreadyExists"}, 1},
+		{"monolith_controller_requests_total", []string{"method", "/Controller/SaveCheckpoint", "code", "OK"}, 1},
+	})
 	// A leaving worker frees its index; the next one takes the lowest free index.
 	if err := g0.Close(callCtx(t)); err != nil {
 		t.Fatal(err)
@@ -162,6 +193,26 @@ func TestControllerService(t *testing.T) {
 	}
 	if g, err := JoinGate(callCtx(t), b); err != nil || g.Index() != 0 {
 		t.Errorf("rejoin: %v, %v; want index 0", g, err)
+	}
+}
+
+type sample struct {
+	name   string
+	labels []string
+	value  float64
+}
+
+// wantMetrics scrapes addr with the Prometheus text parser and checks the samples.
+func wantMetrics(t *testing.T, addr string, want []sample) {
+	t.Helper()
+	fams, err := metricsrv.Scrape(callCtx(t), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if got, ok := metricsrv.Value(fams, w.name, w.labels...); !ok || got != w.value {
+			t.Errorf("/metrics %s%v = %v (present %v), want %v", w.name, w.labels, got, ok, w.value)
+		}
 	}
 }
 

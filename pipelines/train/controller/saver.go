@@ -69,6 +69,7 @@ type Saver struct {
 	MaxPending, Poll time.Duration
 	Listeners        []SaveListener
 	Log              *slog.Logger
+	Metrics          *Metrics // counts the saves (nil: not counted)
 
 	mu sync.Mutex
 }
@@ -86,6 +87,8 @@ func (s *Saver) SaveCheckpoint(ctx context.Context) error {
 func (s *Saver) Save(ctx context.Context) (step int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	start := time.Now()
+	defer func() { s.Metrics.observeSave(start, err) }()
 	log := s.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
