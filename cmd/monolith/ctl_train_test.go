@@ -1,26 +1,31 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/monolith-go/monolith/internal/metricsrv"
+	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 )
 
 // TestCtlAgainstTrain is the operator's session of the README against a real `monolith
 // train` process on prism: ctl stop pauses it (status: paused, the global step stands
-// still), ctl save writes a checkpoint at that step, ctl resume lets it go on, and the job
-// ends normally having trained every step of every epoch.
+// still, and its /metrics, scraped over HTTP, says so), ctl save writes a checkpoint at
+// that step, ctl resume lets it go on, and the job ends normally having trained every step
+// of every epoch, leaving an event file that monolith inspect reads and the --plot PNGs.
 func TestCtlAgainstTrain(t *testing.T) {
 	dir := t.TempDir()
 	runGenCLI(t, "--planted", "fm", "--seed", "5", "--out", filepath.Join(dir, "data"), "--rows", "8000", "--vocab", "50", "--eval-rows", "1000")
@@ -33,9 +38,9 @@ func TestCtlAgainstTrain(t *testing.T) {
 	}
 	modelDir := filepath.Join(dir, "model")
 
-	cmd := exec.Command(os.Args[0], "train", "--config", cfg, "--progress", "never")
+	cmd := exec.Command(os.Args[0], "train", "--config", cfg, "--progress", "never", "--metrics-listen", "127.0.0.1:0", "--plot")
 	cmd.Env = append(os.Environ(), envTestMain+"=1")
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -97,6 +102,40 @@ func TestCtlAgainstTrain(t *testing.T) {
 	}
 	t.Logf("paused at global step %d: %v", s1, paused)
 
+	// The paused job's metrics: steps so far, the barrier and its blocked worker, the PS
+	// calls' latency histograms (client and in-process servers), the Go runtime.
+	addr := regexp.MustCompile(`train: metrics at http://([0-9.:]+)/metrics`).FindStringSubmatch(stderr.String())
+	if addr == nil {
+		t.Fatalf("no metrics address on stderr:\n%s", stderr.String())
+	}
+	fams, err := metricsrv.Scrape(t.Context(), addr[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name   string
+		labels []string
+		min    float64
+	}{
+		{"monolith_train_steps_total", nil, 1},
+		{"monolith_train_examples_total", nil, batch},
+		{"monolith_controller_barrier_placed", []string{"action", ""}, 1},
+		{"monolith_controller_workers", []string{"state", "blocked"}, 1},
+		{"monolith_ps_client_call_seconds", []string{"method", "ApplyGradients", "code", "OK"}, 1},
+		{"monolith_ps_lookup_latency_seconds", []string{"shard", "0", "num_shards", "2"}, 1},
+		{"monolith_ps_apply_latency_seconds", []string{"shard", "1", "num_shards", "2"}, 1},
+		{"go_goroutines", nil, 1},
+	} {
+		if got, ok := metricsrv.Value(fams, w.name, w.labels...); !ok || got < w.min {
+			t.Errorf("/metrics %s%v = %v (present %v), want ≥ %v", w.name, w.labels, got, ok, w.min)
+		}
+	}
+	for _, h := range []string{"monolith_ps_client_call_seconds", "monolith_ps_lookup_latency_seconds"} {
+		if fams[h].GetType() != dto.MetricType_HISTOGRAM {
+			t.Errorf("%s is a %v, want a histogram", h, fams[h].GetType())
+		}
+	}
+
 	ctl("save")
 	shard0 := filepath.Join(modelDir, "shard-0-of-2")
 	latest, err := checkpoint.Latest(shard0)
@@ -119,15 +158,36 @@ func TestCtlAgainstTrain(t *testing.T) {
 		t.Fatal("train did not finish within 3 minutes after resume")
 	}
 	var sum struct {
-		Steps      int64 `json:"steps"`
-		GlobalStep int64 `json:"global_step"`
+		Steps      int64    `json:"steps"`
+		GlobalStep int64    `json:"global_step"`
+		EventFile  string   `json:"event_file"`
+		Plots      []string `json:"plots"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &sum); err != nil {
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout.String())), &sum); err != nil {
 		t.Fatalf("summary %q: %v", stdout.String(), err)
 	}
 	want := int64(epochs * 2 * math.Ceil(4000/float64(batch))) // 2 files of 4000 rows per epoch
 	if sum.Steps != want || sum.GlobalStep != want {
 		t.Errorf("summary: %d steps, global step %d; want %d (nothing lost to the pause)", sum.Steps, sum.GlobalStep, want)
+	}
+	// The event file: inspect prints its scalars, the last loss at the final step.
+	if filepath.Dir(sum.EventFile) != modelDir {
+		t.Errorf("event file %q, want one in %s", sum.EventFile, modelDir)
+	}
+	out, errOut, err := runCLI(t, "inspect", modelDir)
+	if err != nil {
+		t.Fatalf("inspect %s: %v\n%s", modelDir, err, errOut)
+	}
+	if re := regexp.MustCompile(`(?m)^` + strconv.FormatInt(want, 10) + `\s+loss\s+0\.\d+`); !re.MatchString(out) {
+		t.Errorf("inspect does not show the loss at the final step %d:\n%s", sum.GlobalStep, out)
+	}
+	if len(sum.Plots) != 2 || filepath.Base(sum.Plots[0]) != "loss.png" || filepath.Base(sum.Plots[1]) != "auc.png" {
+		t.Errorf("plots %v, want loss.png and auc.png", sum.Plots)
+	}
+	for _, p := range sum.Plots {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v", p, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(modelDir, controller.AddrFile)); !os.IsNotExist(err) {
 		t.Errorf("the address file outlived the job: %v", err)

@@ -11,7 +11,9 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/pipelines/train"
+	"github.com/monolith-go/monolith/pipelines/train/curves"
 	"github.com/monolith-go/monolith/pipelines/train/runconfig"
 	"github.com/monolith-go/monolith/runners"
 )
@@ -37,6 +39,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	predDump := fs.String("prediction-dump", "", "write the eval predictions to `DIR`/part-00000 (\"prediction<TAB>label\" lines)")
 	healthEvery := fs.Duration("health-every", 30*time.Second, "period of the PS health checks (0: none)")
 	ctlListen := fs.String("controller-listen", "127.0.0.1:0", "address of the training controller (monolith ctl)")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://`ADDR`/metrics while training (default off; a bare port binds 127.0.0.1)")
+	plot := fs.Bool("plot", false, "after training, draw loss.png and auc.png from this run's event file into the model directory (needs checkpoint.dir)")
 	runnerFlags := runconfig.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith train --config FILE [flags]\n\n"+
@@ -116,7 +120,20 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *plot && c.Checkpoint.Dir == "" {
+		return fmt.Errorf("%w: --plot draws the model directory's event file: set checkpoint.dir (or --checkpoint-dir)", errUsage)
+	}
 	o := train.Options{Runner: ro, PredictionDump: *predDump, HealthEvery: *healthEvery, ControllerListen: *ctlListen}
+	if *metricsListen != "" {
+		// Bound before training starts: an address in use fails here, naming it.
+		o.Registry = metricsrv.NewRegistry()
+		srv, err := metricsrv.Listen(*metricsListen, o.Registry, logger(stderr, *verbose))
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		fmt.Fprintf(stderr, "train: metrics at http://%s/metrics\n", srv.Addr())
+	}
 	if *healthEvery == 0 {
 		o.HealthEvery = -1
 	}
@@ -129,6 +146,13 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sum, err := train.Run(ctx, c, o)
 	if err != nil {
 		return err
+	}
+	if *plot {
+		files, err := curves.WriteDir(sum.EventFile, c.Checkpoint.Dir)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		sum.Plots = files
 	}
 	b, err := json.Marshal(sum)
 	if err != nil {

@@ -43,9 +43,12 @@ type Config struct {
 	FeatureConfigs string `json:"feature_configs"` // FeatureConfigs (protobuf text or JSON)
 	Planted        string `json:"planted"`         // planted.json of the eval data ("" = none)
 
-	BatchSize int   `json:"batch_size"` // rows per step (default 256)
-	Epochs    int   `json:"epochs"`     // passes over the training data (default 1)
-	MaxSteps  int64 `json:"max_steps"`  // stop after this many global steps (0 = no limit)
+	BatchSize int `json:"batch_size"` // rows per step (default 256)
+	Epochs    int `json:"epochs"`     // passes over the training data (default 1)
+	// EvalEveryEpochs also evaluates after every EvalEveryEpochs-th epoch (0: only once,
+	// after training); each evaluation is a summary in the event file and the metrics.
+	EvalEveryEpochs int   `json:"eval_every_epochs"`
+	MaxSteps        int64 `json:"max_steps"` // stop after this many global steps (0 = no limit)
 	// Threads is the number of concurrent trainers in each worker (default 1): each runs
 	// lookup → forward → backward → apply on its own batches, asynchronously.
 	Threads int `json:"threads"`
@@ -93,8 +96,9 @@ type Config struct {
 	// Runner is Monolith's RunnerConfig (pipelines/train/runconfig), under the key
 	// "runner" with Monolith's field names; monolith train also binds each field to a flag
 	// of the same name. Used here: model_dir, restore_dir and restore_ckpt (when the
-	// checkpoint section does not set them), enable_model_ckpt_info, connect_retries and
-	// retry_backoff_ms (the PS clients) and barrier_timeout_ms (the save barrier's wait).
+	// checkpoint section does not set them), enable_model_ckpt_info, save_summary_steps (the
+	// event file's training summaries), connect_retries and retry_backoff_ms (the PS
+	// clients) and barrier_timeout_ms (the save barrier's wait).
 	Runner runconfig.RunnerConfig `json:"runner"`
 
 	// dir is the directory relative paths start from.
@@ -255,9 +259,11 @@ func (c *Config) Normalize() error {
 		return fmt.Errorf("%w: feature_configs is empty (set it, or data)", ErrConfig)
 	case c.Checkpoint.RestoreDir != "" && c.Checkpoint.Dir == "":
 		return fmt.Errorf("%w: checkpoint.restore_dir needs checkpoint.dir", ErrConfig)
-	case c.BatchSize < 0 || c.Epochs < 0 || c.MaxSteps < 0 || c.Threads < 0 || c.PS.Shards < 0 || c.Checkpoint.EverySteps < 0:
-		return fmt.Errorf("%w: batch_size %d, epochs %d, max_steps %d, threads %d, ps.shards %d and checkpoint.every_steps %d must not be negative",
-			ErrConfig, c.BatchSize, c.Epochs, c.MaxSteps, c.Threads, c.PS.Shards, c.Checkpoint.EverySteps)
+	case c.BatchSize < 0 || c.Epochs < 0 || c.MaxSteps < 0 || c.Threads < 0 || c.PS.Shards < 0 || c.Checkpoint.EverySteps < 0 || c.EvalEveryEpochs < 0:
+		return fmt.Errorf("%w: batch_size %d, epochs %d, max_steps %d, threads %d, ps.shards %d, checkpoint.every_steps %d and eval_every_epochs %d must not be negative",
+			ErrConfig, c.BatchSize, c.Epochs, c.MaxSteps, c.Threads, c.PS.Shards, c.Checkpoint.EverySteps, c.EvalEveryEpochs)
+	case c.EvalEveryEpochs > 0 && c.EvalInput == "":
+		return fmt.Errorf("%w: eval_every_epochs %d needs eval_input", ErrConfig, c.EvalEveryEpochs)
 	case len(c.PS.Addrs) > 0 && c.PS.ZooKeeper != "":
 		return fmt.Errorf("%w: ps.addrs and ps.zookeeper are exclusive", ErrConfig)
 	case len(c.PS.Addrs) > 0 && c.PS.Shards != len(c.PS.Addrs):

@@ -44,7 +44,24 @@
 // # Checkpoints and evaluation
 //
 // The driver asks the PS to save every checkpoint.every_steps global steps and once at
-// the end. Evaluation runs one more pipeline over the held-out files: lookups do not
-// create fids, and the predictions and labels (8 bytes per row) are collected for exact
-// AUC and log loss (kernels/metrics).
+// the end. Evaluation runs one more pipeline over the held-out files (after training, and
+// after every eval_every_epochs-th epoch): lookups do not create fids, and the predictions
+// and labels (8 bytes per row) are collected for exact AUC and log loss (kernels/metrics).
+//
+// # Summaries and metrics
+//
+// With a model directory the driver writes TensorBoard scalar summaries into an event file
+// there (io/tfevents, Monolith's write_summary): every runner.save_summary_steps global
+// steps (default 100) the mean log loss and examples/s since the last summary and the
+// global step, and at every evaluation eval/auc and eval/logloss (with the planted data's
+// eval/bayes_auc and eval/bayes_logloss). The driver polls the global step on PS shard 0,
+// so a summary is labelled with the step it saw, a few steps after the multiple.
+//
+// Metrics (Options.Registry; monolith train --metrics-listen) count the steps, examples
+// and loss the workers apply, their PS calls (ps/client), the controller's RPCs, saves and
+// barrier, and the in-process shards' server metrics. Workers reach the run's Metrics
+// through the context Beam passes to StartBundle, so only workers in the driver's process
+// count (the embedded runner and LOOPBACK); the loss of the summaries comes from them too.
+// A worker (PS connections, trainers) lives for one bundle: runners call Teardown only on
+// a best-effort basis.
 package train

@@ -51,6 +51,11 @@ func EvalPipeline(j Job, files []string, statePath string) *beam.Pipeline {
 }
 
 // trainFn trains on the files of a bundle and emits the bundle's Stats.
+//
+// Its Worker (PS connections, trainers) lives for one bundle: StartBundle opens it and
+// FinishBundle closes it. Runners call Teardown only on a best-effort basis (the Go SDK
+// harness never does when a LOOPBACK job ends), so a worker kept from Setup to Teardown
+// would leak its gRPC connections with every epoch.
 type trainFn struct {
 	Job   Job
 	Epoch int
@@ -60,18 +65,16 @@ type trainFn struct {
 	stopped bool
 }
 
-func (f *trainFn) Setup() error {
-	w, err := NewWorker(&f.Job, os.Stderr)
+// StartBundle connects the bundle's worker and joins the training barrier: a bundle in
+// progress is a worker the controller can pause (and lists in GetBlockStatus) until
+// FinishBundle leaves. The worker counts into the Metrics of a run in this process (see
+// Metrics).
+func (f *trainFn) StartBundle(ctx context.Context, _ func(beam.EventTime, []byte)) error {
+	w, err := NewWorker(&f.Job, os.Stderr, metricsFrom(ctx))
 	if err != nil {
 		return err
 	}
 	f.w = w
-	return nil
-}
-
-// StartBundle joins the training barrier: a bundle in progress is a worker the controller
-// can pause (and lists in GetBlockStatus) until FinishBundle leaves.
-func (f *trainFn) StartBundle(ctx context.Context, _ func(beam.EventTime, []byte)) error {
 	return f.w.JoinBarrier(ctx)
 }
 
@@ -85,9 +88,13 @@ func (f *trainFn) ProcessElement(ctx context.Context, ts beam.EventTime, file st
 	return err
 }
 
+// FinishBundle collects the applies in flight, leaves the barrier, closes the worker and
+// emits the bundle's Stats.
 func (f *trainFn) FinishBundle(_ context.Context, emit func(beam.EventTime, []byte)) error {
 	st, err := f.w.Flush()
-	if err = errors.Join(err, f.w.LeaveBarrier()); err != nil {
+	err = errors.Join(err, f.w.Close())
+	f.w = nil
+	if err != nil {
 		return err
 	}
 	b, err := json.Marshal(st)
@@ -98,6 +105,7 @@ func (f *trainFn) FinishBundle(_ context.Context, emit func(beam.EventTime, []by
 	return nil
 }
 
+// Teardown closes a worker left by a failed bundle.
 func (f *trainFn) Teardown() error {
 	if f.w == nil {
 		return nil
@@ -119,6 +127,7 @@ func mergeStats(a, b []byte) ([]byte, error) {
 }
 
 // evalFn evaluates the files of a bundle and emits one chunk of predictions and labels.
+// Its Worker lives for one bundle, as trainFn's.
 type evalFn struct {
 	Job Job
 
@@ -128,10 +137,10 @@ type evalFn struct {
 	labels []float32
 }
 
-func (f *evalFn) Setup() error {
+func (f *evalFn) StartBundle(ctx context.Context, _ func(beam.EventTime, []byte)) error {
 	j := f.Job
 	j.Threads = 1
-	w, err := NewWorker(&j, nil)
+	w, err := NewWorker(&j, nil, metricsFrom(ctx))
 	if err != nil {
 		return err
 	}
@@ -147,6 +156,11 @@ func (f *evalFn) ProcessElement(ctx context.Context, ts beam.EventTime, file str
 }
 
 func (f *evalFn) FinishBundle(_ context.Context, emit func(beam.EventTime, []byte)) error {
+	err := f.w.Close()
+	f.w = nil
+	if err != nil {
+		return err
+	}
 	if len(f.preds) == 0 {
 		return nil
 	}
@@ -155,6 +169,7 @@ func (f *evalFn) FinishBundle(_ context.Context, emit func(beam.EventTime, []byt
 	return nil
 }
 
+// Teardown closes a worker left by a failed bundle.
 func (f *evalFn) Teardown() error {
 	if f.w == nil {
 		return nil

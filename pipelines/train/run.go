@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/io/fileops"
@@ -54,6 +55,10 @@ type Options struct {
 	// PSMemLimitBytes is the in-process PS shards' HealthCheck memory limit (0: the
 	// server's default, effectively none).
 	PSMemLimitBytes int64
+	// Registry receives the job's metrics (Metrics, the PS client's, the controller's and
+	// the in-process PS shards'); monolith train serves it with --metrics-listen. Nil: a
+	// private registry.
+	Registry *prometheus.Registry
 	// PredictionDump, when set, is a folder that receives the evaluation's predictions as
 	// Monolith's plain-text prediction dump: part-00000, one "prediction<TAB>label" line per
 	// eval row, written through io/fileops and closed by its close hook at the end of
@@ -85,8 +90,12 @@ type Summary struct {
 	BayesAUC         *float64 `json:"bayes_auc,omitempty"`
 	BayesLogLoss     *float64 `json:"bayes_logloss,omitempty"`
 
-	Checkpoint string  `json:"checkpoint,omitempty"`
-	WallSecs   float64 `json:"wall_seconds"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// EventFile holds the run's scalar summaries (TensorBoard's events.out.tfevents.*).
+	EventFile string `json:"event_file,omitempty"`
+	// Plots are the PNG curves drawn from EventFile (monolith train --plot).
+	Plots    []string `json:"plots,omitempty"`
+	WallSecs float64  `json:"wall_seconds"`
 }
 
 // Prepared is a validated run: the kernel configuration, the model's tables and the job
@@ -146,6 +155,8 @@ type LocalPSOptions struct {
 	// RestoreFrom[i], when set, is the checkpoint folder shard i restores instead.
 	RestoreFrom []string
 	Logger      *slog.Logger
+	// Registry receives the shards' metrics (nil: each shard its own).
+	Registry *prometheus.Registry
 }
 
 // StartLocalPS starts n shards serving tables on 127.0.0.1.
@@ -159,6 +170,7 @@ func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, lo Loca
 	for i := range n {
 		o := server.DefaultOptions()
 		o.Shard, o.NumShards, o.Tables, o.CheckpointDir, o.KeepCheckpoints, o.Seed, o.Logger = i, n, tables, lo.CheckpointDir, lo.Keep, lo.Seed, logger
+		o.Registry = lo.Registry
 		if lo.MemLimitBytes > 0 {
 			o.MemLimitBytes = lo.MemLimitBytes
 		}
@@ -196,7 +208,10 @@ func (l *LocalPS) Stop() error {
 }
 
 // Run trains and evaluates c on the engine o.Runner selects and returns the summary.
-func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
+// With a model directory (checkpoint.dir) it also writes the scalar summaries into an
+// event file there (every runner.save_summary_steps global steps and at every evaluation);
+// a model directory that cannot be written fails before training starts.
+func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	wall := time.Now()
 	pr, err := Prepare(c)
 	if err != nil {
@@ -205,6 +220,25 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := newSummaries(m, c.Checkpoint.Dir, int64(c.Runner.SaveSummarySteps), o.Progress, o.ProgressEvery)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := sums.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	// The workers of this process count into m (trainFn.Setup reads it from the context).
+	ctx = withMetrics(ctx, m)
 	addrs := c.PS.Addrs
 	if c.Checkpoint.RestoreDir != "" && (len(addrs) > 0 || c.PS.ZooKeeper != "") {
 		return nil, fmt.Errorf("%w: checkpoint.restore_dir needs in-process PS shards (external shards restore their own checkpoint folders)", ErrConfig)
@@ -228,7 +262,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			return nil, err
 		}
 		local, err := StartLocalPS(ctx, c.PS.Shards, pr.Tables, LocalPSOptions{CheckpointDir: c.Checkpoint.Dir, Keep: c.Checkpoint.Keep,
-			Seed: c.PS.Seed, MemLimitBytes: o.PSMemLimitBytes, RestoreFrom: restoreFrom, Logger: o.Logger})
+			Seed: c.PS.Seed, MemLimitBytes: o.PSMemLimitBytes, RestoreFrom: restoreFrom, Logger: o.Logger, Registry: o.Registry})
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +276,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	if o.Progress != nil {
 		j.ProgressEvery = o.ProgressEvery
 	}
-	ps, err := client.New(addrs, j.clientOptions()...)
+	ps, err := client.New(addrs, append(j.clientOptions(), client.WithMetrics(m.PS))...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
@@ -262,7 +296,12 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 			return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
 		}
 	}
-	saver := &controller.Saver{PS: ps, Barrier: barrier, MaxPending: c.Runner.BarrierTimeout(), Log: logger}
+	cm, err := m.controllerMetrics(barrier)
+	if err != nil {
+		return nil, err
+	}
+	defer cm.Unregister() // the barrier goes with the run
+	saver := &controller.Saver{PS: ps, Barrier: barrier, MaxPending: c.Runner.BarrierTimeout(), Log: logger, Metrics: cm}
 	if c.Checkpoint.Dir != "" {
 		saver.Listeners = append(saver.Listeners, stateRecorder{dir: c.Checkpoint.Dir, keep: c.Checkpoint.Keep})
 		if c.Checkpoint.Info {
@@ -270,7 +309,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		}
 	}
 	if c.Checkpoint.Dir != "" {
-		ctl, err := controller.Serve(o.ControllerListen, c.Checkpoint.Dir, barrier, saver, logger)
+		ctl, err := controller.Serve(o.ControllerListen, c.Checkpoint.Dir, barrier, saver, cm, logger)
 		if err != nil {
 			return nil, fmt.Errorf("pipelines/train: %w", err)
 		}
@@ -283,7 +322,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	defer health.stop()
 	var loop *Worker // the plain-loop engine's one worker, for every epoch and the evaluation
 	if o.Loop {
-		if loop, err = NewWorker(&j, o.Progress); err != nil {
+		if loop, err = NewWorker(&j, o.Progress, m); err != nil {
 			return nil, err
 		}
 		defer loop.Close()
@@ -309,6 +348,7 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	var total Stats
 	start := time.Now()
 	periodic := startSaver(ctx, ps, saver, c.Checkpoint.Dir != "", c.Checkpoint.EverySteps, o.Progress)
+	sums.start(ctx, ps)
 	for e := 1; e <= c.Epochs; e++ {
 		if err := health.failure(); err != nil {
 			break
@@ -332,8 +372,15 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 		if c.MaxSteps > 0 && st.Skipped > 0 {
 			break
 		}
+		if c.EvalEveryEpochs > 0 && e%c.EvalEveryEpochs == 0 && e < c.Epochs {
+			if err := evalSummary(ctx, c, j, loop, state, o, ps, sums); err != nil {
+				periodic.stop()
+				return nil, fmt.Errorf("pipelines/train: evaluation after epoch %d: %w", e, err)
+			}
+		}
 	}
 	sum.TrainSeconds = time.Since(start).Seconds()
+	sums.stop()
 	if err := periodic.stop(); err != nil {
 		return nil, err
 	}
@@ -348,22 +395,25 @@ func Run(ctx context.Context, c *Config, o Options) (*Summary, error) {
 	if sum.GlobalStep, err = ps.GlobalStep(ctx, 0, ""); err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
+	sums.train(sum.GlobalStep) // the steps since the last interval
 	if c.Checkpoint.Dir != "" {
 		if _, err := saver.Save(ctx); err != nil {
 			return nil, fmt.Errorf("pipelines/train: final checkpoint: %w", err)
 		}
 		sum.Checkpoint = c.Checkpoint.Dir
 	}
-	if c.EvalInput != "" {
-		if err := evaluate(ctx, c, j, loop, state, o, sum); err != nil {
-			return nil, err
-		}
-	}
 	if c.Planted != "" {
 		if err := readPlanted(c.Planted, sum); err != nil {
 			return nil, err
 		}
 	}
+	if c.EvalInput != "" {
+		if err := evaluate(ctx, c, j, loop, state, o, sum); err != nil {
+			return nil, err
+		}
+		sums.eval(sum.GlobalStep, sum)
+	}
+	sum.EventFile = sums.Path()
 	sum.WallSecs = time.Since(wall).Seconds()
 	return sum, nil
 }
@@ -461,6 +511,31 @@ func evaluate(ctx context.Context, c *Config, j Job, loop *Worker, state string,
 	r := pos / float64(len(labels))
 	cl := -(r*math.Log(r) + (1-r)*math.Log(1-r))
 	sum.EvalAUC, sum.EvalLogLoss, sum.EvalConstLogLoss = &auc, &ll, &cl
+	return nil
+}
+
+// evalSummary evaluates the model as it is now (during training) and writes the eval
+// summary at the current global step.
+func evalSummary(ctx context.Context, c *Config, j Job, loop *Worker, state string, o Options, ps *client.Client, sums *summaries) error {
+	step, err := ps.GlobalStep(ctx, 0, "")
+	if err != nil {
+		return err
+	}
+	sums.train(step)
+	es := &Summary{}
+	if c.Planted != "" {
+		if err := readPlanted(c.Planted, es); err != nil {
+			return err
+		}
+	}
+	o.PredictionDump = "" // only the final evaluation's predictions are dumped
+	if err := evaluate(ctx, c, j, loop, state, o, es); err != nil {
+		return err
+	}
+	sums.eval(step, es)
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "train: eval at global step %d: auc %.4f, log loss %.4f\n", step, *es.EvalAUC, *es.EvalLogLoss)
+	}
 	return nil
 }
 

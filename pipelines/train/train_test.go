@@ -158,7 +158,7 @@ func TestRetriedBatchAppliesOnce(t *testing.T) {
 	pr, ps := localPS(t, c, 2)
 	j := pr.Job
 	j.PS, j.RunID = ps.Addrs(), "test"
-	w, err := NewWorker(&j, nil)
+	w, err := NewWorker(&j, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestFailedStepKeepsApplyInFlight(t *testing.T) {
 	pr, ps := localPS(t, c, 2)
 	j := pr.Job
 	j.PS, j.RunID = ps.Addrs(), "test"
-	w, err := NewWorker(&j, nil)
+	w, err := NewWorker(&j, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,6 +108,7 @@ type Worker struct {
 	ps       *client.Client
 	trainers []*Trainer
 	gate     *controller.Gate // nil until JoinBarrier
+	metrics  *Metrics         // nil: not counted
 
 	progress io.Writer
 	mu       sync.Mutex
@@ -117,16 +118,20 @@ type Worker struct {
 }
 
 // NewWorker connects to the job's PS and builds its trainers. progress receives the
-// progress lines (nil: none).
-func NewWorker(j *Job, progress io.Writer) (*Worker, error) {
+// progress lines (nil: none); m counts the applied steps and the PS calls (nil: none).
+func NewWorker(j *Job, progress io.Writer, m *Metrics) (*Worker, error) {
 	if len(j.PS) == 0 {
 		return nil, fmt.Errorf("%w: no PS addresses", ErrConfig)
 	}
-	ps, err := client.New(j.PS, j.clientOptions()...)
+	opts := j.clientOptions()
+	if m != nil {
+		opts = append(opts, client.WithMetrics(m.PS))
+	}
+	ps, err := client.New(j.PS, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
-	w := &Worker{job: j, ps: ps, progress: progress, start: time.Now(), last: time.Now()}
+	w := &Worker{job: j, ps: ps, metrics: m, progress: progress, start: time.Now(), last: time.Now()}
 	for range max(1, j.Threads) {
 		t, err := newTrainer(j, ps)
 		if err != nil {
@@ -185,8 +190,9 @@ func (w *Worker) Close() error {
 	return errors.Join(w.LeaveBarrier(), w.ps.Close())
 }
 
-// note counts one applied step for the progress lines.
+// note counts one applied step in the metrics and for the progress lines.
 func (w *Worker) note(rows int, loss float64) {
+	w.metrics.observeStep(rows, loss)
 	if w.progress == nil || w.job.ProgressEvery <= 0 {
 		return
 	}
