@@ -14,8 +14,11 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/monolith-go/monolith/internal/metricsrv"
+	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/agent"
 	"github.com/monolith-go/monolith/serving/config"
+	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/hostutil"
 	"github.com/monolith-go/monolith/serving/modelmgr"
 	"github.com/monolith-go/monolith/serving/replica"
@@ -37,6 +40,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	host := fs.String("agent_host", "127.0.0.1", "address AgentService binds (the reference binds every interface: use ::)")
 	tfsDir := fs.String("tfs_dir", "", "TF Serving's working directory (relative conf/ paths); empty: the current one")
 	verbose := fs.Bool("v", false, "verbose logging")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://`ADDR`/metrics (default off; a bare port binds 127.0.0.1; dense MPS child i serves port+1+i)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith agent --conf FILE [flags]\n\n"+
 			"Runs the serving agent of the conf's agent_version: 1 supervises the ps/entry/dense TF Serving\n"+
@@ -67,8 +71,27 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	writePlatformConfig(cfg, log)
 
+	// Metrics: bound before anything starts, so that an address in use fails here.
+	var am *agent.Metrics
+	var zm *zk.Metrics
+	if *metricsListen != "" {
+		reg := metricsrv.NewRegistry()
+		if am, err = agent.NewMetrics(reg); err != nil {
+			return err
+		}
+		if zm, err = zk.NewMetrics(reg); err != nil {
+			return err
+		}
+		srv, err := metricsrv.Listen(*metricsListen, reg, log)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		log.Info("agent metrics at http://"+srv.Addr()+"/metrics", "metrics", srv.Addr())
+	}
+
 	if cfg.DeployType == config.DeployDense && cfg.DenseServiceNum > 1 && !mpsChild {
-		return runAgentMPS(ctx, cfg, *conf, *tfsLog, log)
+		return runAgentMPS(ctx, cfg, *conf, *tfsLog, *metricsListen, log)
 	}
 	mo := modelmgr.DefaultOptions()
 	mo.ModelName, mo.SourcePath, mo.ReceivePath = cfg.RoughSortModelName, cfg.RoughSortModelP2PPath, cfg.RoughSortModelLocalPath
@@ -80,7 +103,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("rough-sort model manager: %w", err)
 	}
 	defer mm.Stop()
-	zkOpts := zk.Options{Auth: os.Getenv("ZK_AUTH"), Logger: log}
+	zkOpts := zk.Options{Auth: os.Getenv("ZK_AUTH"), Logger: log, Metrics: zm}
 	listen := net.JoinHostPort(*host, strconv.Itoa(cfg.AgentPort))
 	switch cfg.AgentVersion {
 	case 1:
@@ -91,7 +114,8 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 				if err != nil {
 					return nil, err
 				}
-				m, err := replica.NewManager(c, cfg, mon, replica.Options{Env: env, Logger: log})
+				m, err := replica.NewManager(c, cfg, mon, replica.Options{Env: env, Logger: log,
+					OnReport: func(path string, st datadef.ModelState) { am.Report(path, tfspb.ModelVersionStatus_State(st).String()) }})
 				if err != nil {
 					mon.Close()
 					return nil, err
@@ -109,7 +133,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	case 3:
 		a, err := agent.NewV3(agent.V3Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
-			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen,
+			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am,
 		})
 		if err != nil {
 			return err
@@ -145,7 +169,9 @@ func writePlatformConfig(cfg config.AgentConfig, log *slog.Logger) {
 // runAgentMPS is the dense MPS mode: dense_service_num agents of this conf, child i with
 // REPLICA_ID = replica_id × dense_service_num + i, DENSE_SERVICE_IDX = i and the log
 // {tfs_log}.mps{i}. SIGTERM is passed on; the first child to fail stops the others.
-func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog string, log *slog.Logger) error {
+// With metricsListen HOST:PORT (PORT > 0) child i serves its metrics on HOST:PORT+1+i (the
+// parent serves its own on PORT); with port 0 every child takes a free port.
+func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog, metricsListen string, log *slog.Logger) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("agent MPS mode: %w", err)
@@ -163,6 +189,13 @@ func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog strin
 		childArgs := []string{"agent", "--conf", conf}
 		if tfsLog != "" {
 			childArgs = append(childArgs, "--tfs_log", tfsLog+".mps"+strconv.Itoa(i))
+		}
+		if metricsListen != "" {
+			a, err := childMetricsAddr(metricsListen, i)
+			if err != nil {
+				return fmt.Errorf("agent MPS mode: %w", err)
+			}
+			childArgs = append(childArgs, "--metrics-listen", a)
 		}
 		cmd := exec.CommandContext(ctx, self, childArgs...)
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -186,4 +219,23 @@ func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog strin
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// childMetricsAddr is MPS child i's metrics address: the parent's port + 1 + i, or port 0.
+func childMetricsAddr(parent string, i int) (string, error) {
+	host, port, err := net.SplitHostPort(metricsrv.Addr(parent))
+	if err != nil {
+		return "", fmt.Errorf("--metrics-listen %q: %w", parent, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return "", fmt.Errorf("--metrics-listen %q: bad port", parent)
+	}
+	if p > 0 {
+		p += 1 + i
+		if p > 65535 {
+			return "", fmt.Errorf("--metrics-listen %q: MPS child %d's port %d is out of range", parent, i, p)
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
 }

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/metricsrv"
+	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/serving/agent"
 	"github.com/monolith-go/monolith/serving/datadef"
@@ -262,6 +265,36 @@ func TestAgentMPS(t *testing.T) {
 	}
 }
 
+// freePorts returns a port P such that P…P+n-1 were all free a moment ago.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		ls := []net.Listener{l}
+		ok := p+n-1 <= 65535
+		for k := 1; ok && k < n; k++ {
+			lk, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+k))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, lk)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			return p
+		}
+	}
+	t.Fatalf("no %d consecutive free ports", n)
+	return 0
+}
+
 func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 	srv := zktest.Start(t)
 	base := t.TempDir()
@@ -287,10 +320,14 @@ func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 	_, agentPort, _ := net.SplitHostPort(l.Addr().String())
 	l.Close()
 	t.Setenv("PORT2", agentPort)
+	// Metrics: the parent on P, child i on P+1+i.
+	mport := freePorts(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var stderr strings.Builder
-	go func() { done <- run(ctx, []string{"agent", "--conf", conf}, io.Discard, &stderr) }()
+	var stderr syncbuf.Buffer
+	go func() {
+		done <- run(ctx, []string{"agent", "--conf", conf, "--metrics-listen", "127.0.0.1:" + strconv.Itoa(mport)}, io.Discard, &stderr)
+	}()
 	defer func() { cancel(); <-done }()
 
 	z := zkClient(t, srv.Servers())
@@ -300,6 +337,25 @@ func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 			t.Fatalf("dense:0 replicas %q, want [6 7]", children(t, z, "/gip/service/m/dense:0"))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Each child reports its replica's state (v1: the node it writes) and its ZooKeeper
+	// session in its own metrics.
+	for i, id := range []string{"6", "7"} {
+		addr := "127.0.0.1:" + strconv.Itoa(mport+1+i)
+		path := "/gip/service/m/dense:0/" + id
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			fams, err := metricsrv.Scrape(ctx, addr)
+			v, ok := metricsrv.Value(fams, "monolith_agent_model_state", "model", path, "state", "AVAILABLE")
+			_, zok := metricsrv.Value(fams, "monolith_zk_session_events_total", "state", "has_session")
+			if err == nil && ok && v == 1 && zok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("child %d metrics at %s: %v; state of %s %v (present %v), zk session events present %v\n%s", i, addr, err, path, v, ok, zok, stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	cancel()
 	select {

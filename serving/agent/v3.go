@@ -60,6 +60,9 @@ type V3Options struct {
 	Listen string
 	// AvailableMemory answers GetResource's memory (nil: GetResource fails).
 	AvailableMemory func() (int64, error)
+	// Metrics records the sub-graphs' states, layout changes and reload requests (nil:
+	// none).
+	Metrics *Metrics
 	// Logger receives the agent's messages (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -86,6 +89,7 @@ type V3 struct {
 	mu       sync.Mutex
 	accepted []datadef.SavedModel     // the sub-graphs of the last config written
 	lastCfg  *tfspb.ModelServerConfig // that config, re-sent while TF Serving lacks a model
+	reported map[string]bool          // sub-graphs whose state the metrics hold
 	kick     chan struct{}
 
 	latestOnceLogged atomic.Bool
@@ -442,9 +446,12 @@ func (a *V3) onLayout(entries []zk.LayoutEntry) bool {
 	a.accepted, a.lastCfg = accepted, cfg
 	a.mu.Unlock()
 	a.log.Info("layout changed", "layout", a.layout, "loading", savedModelNames(accepted))
+	a.opts.Metrics.layoutChanged()
 	if cfg != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := a.monitor.ReloadConfig(ctx, cfg); err != nil {
+		err := a.monitor.ReloadConfig(ctx, cfg)
+		a.opts.Metrics.reloaded(err)
+		if err != nil {
 			a.log.Info("reload request failed; the sync loop retries, TF Serving also reads the file at its next poll", "err", err)
 		}
 		cancel()
@@ -469,8 +476,10 @@ func (a *V3) syncAvailable(ctx context.Context) (more bool, err error) {
 	}
 	var avail []datadef.SavedModel
 	unknown := false
+	a.forgetUnaccepted(accepted)
 	for _, sm := range accepted {
 		s := st[sm.String()]
+		a.opts.Metrics.Report(sm.String(), s.GetState().String())
 		if s != nil && s.GetState() == tfspb.ModelVersionStatus_AVAILABLE {
 			avail = append(avail, sm)
 		}
@@ -481,11 +490,29 @@ func (a *V3) syncAvailable(ctx context.Context) (more bool, err error) {
 	// TF Serving does not know an accepted model: the reload request was lost (TF Serving
 	// was starting) or TF Serving restarted; send the config again.
 	if unknown && cfg != nil {
-		if err := a.monitor.ReloadConfig(ctx, cfg); err != nil {
+		err := a.monitor.ReloadConfig(ctx, cfg)
+		a.opts.Metrics.reloaded(err)
+		if err != nil {
 			a.log.Info("reload request failed", "err", err)
 		}
 	}
 	return len(avail) < len(accepted), a.backend.SyncAvailableSavedModels(ctx, a.container, avail)
+}
+
+// forgetUnaccepted drops the state metrics of sub-graphs no longer in the layout.
+func (a *V3) forgetUnaccepted(accepted []datadef.SavedModel) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := map[string]bool{}
+	for _, sm := range accepted {
+		now[sm.String()] = true
+	}
+	for name := range a.reported {
+		if !now[name] {
+			a.opts.Metrics.Forget(name)
+		}
+	}
+	a.reported = now
 }
 
 func savedModelNames(sms []datadef.SavedModel) []string {

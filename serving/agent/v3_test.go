@@ -15,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/monolith-go/monolith/internal/metricsrv"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -182,6 +186,12 @@ agent_port %d
 // newV3 builds a v3 agent whose TF Serving is this test binary in fake mode.
 func newV3(t *testing.T, conf string, servers []string) *V3 {
 	t.Helper()
+	return newV3With(t, conf, servers, nil, nil)
+}
+
+// newV3With is newV3 recording into agent and ZooKeeper metrics.
+func newV3With(t *testing.T, conf string, servers []string, m *Metrics, zm *zk.Metrics) *V3 {
+	t.Helper()
 	t.Setenv(envFakeTFS, "1")
 	cfg, err := config.Load(conf)
 	if err != nil {
@@ -194,10 +204,11 @@ func newV3(t *testing.T, conf string, servers []string) *V3 {
 	env := config.MapEnv(map[string]string{tfs.EnvBinary: os.Args[0]})
 	a, err := NewV3(V3Options{
 		Config: cfg, Getenv: env, LocalIP: "127.0.0.1",
-		ZK:             zk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog()},
+		ZK:             zk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog(), Metrics: zm},
 		ReportInterval: 200 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		AvailableMemory: func() (int64, error) { return 1 << 30, nil },
 		Logger:          zktest.NewLogger(t).Slog(),
+		Metrics:         m,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -254,11 +265,26 @@ func sm(sub string) datadef.SavedModel {
 // TestV3PublishAndUnpublish ports agent_v3_test.py on a real ZooKeeper and a real TF
 // Serving process (the fake): publishing entry and ps_0 loads exactly those, binds them and
 // lists them in HeartBeat with the container's gRPC address; removing ps_0 leaves entry.
+// The agent's metrics, scraped over HTTP, report the sub-graphs' states meanwhile.
 func TestV3PublishAndUnpublish(t *testing.T) {
 	srv := zktest.Start(t)
 	export := fakeExport(t, "entry", "ps_0", "ps_1")
 	ctl := controller(t, srv.Servers(), export, "entry", "ps_0", "ps_1")
-	a := newV3(t, agentConf(t, srv.Servers(), ""), srv.Servers())
+	reg := metricsrv.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zm, err := zk.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := metricsrv.Listen("127.0.0.1:0", reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	a := newV3With(t, agentConf(t, srv.Servers(), ""), srv.Servers(), m, zm)
 	startV3(t, a)
 	ctx := context.Background()
 	layout := "/" + testBzid + "/layout"
@@ -290,6 +316,32 @@ func TestV3PublishAndUnpublish(t *testing.T) {
 	if err != nil || !ok || string(info.Serialize()) != string(a.ServiceInfo().Serialize()) {
 		t.Errorf("service info %s ok=%v err=%v, want %s", info.Serialize(), ok, err, a.ServiceInfo().Serialize())
 	}
+	scrape := func() map[string]*dto.MetricFamily {
+		t.Helper()
+		fams, err := metricsrv.Scrape(ctx, ms.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fams
+	}
+	fams := scrape()
+	for _, w := range []struct {
+		name   string
+		labels []string
+		min    float64
+	}{
+		{"monolith_agent_model_state", []string{"model", testModel + ":entry", "state", "AVAILABLE"}, 1},
+		{"monolith_agent_model_state", []string{"model", testModel + ":ps_0", "state", "AVAILABLE"}, 1},
+		{"monolith_agent_state_reports_total", []string{"state", "AVAILABLE"}, 2},
+		{"monolith_agent_layout_changes_total", nil, 1},
+		{"monolith_zk_session_events_total", []string{"state", "has_session"}, 1},
+		{"monolith_zk_reconnects_total", nil, 0},
+		{"go_goroutines", nil, 1},
+	} {
+		if got, ok := metricsrv.Value(fams, w.name, w.labels...); !ok || got < w.min {
+			t.Errorf("/metrics %s%v = %v (present %v), want ≥ %v", w.name, w.labels, got, ok, w.min)
+		}
+	}
 
 	if err := ctl.RemoveFromLayout(ctx, layout, datadef.SavedModel{ModelName: testModel, SubGraph: "ps_0"}); err != nil {
 		t.Fatal(err)
@@ -299,6 +351,14 @@ func TestV3PublishAndUnpublish(t *testing.T) {
 		func() string { return fmt.Sprintf("model config %q, want %q", configNames(t, a), want) })
 	eventually(t, func() bool { return slices.Equal(heartBeat(t, a.AgentAddr()), wantHB[:1]) },
 		func() string { return fmt.Sprintf("HeartBeat %q, want %q", heartBeat(t, a.AgentAddr()), wantHB[:1]) })
+	// ps_0 left the layout: its state is no longer reported.
+	eventually(t, func() bool {
+		_, ok := metricsrv.Value(scrape(), "monolith_agent_model_state", "model", testModel+":ps_0")
+		return !ok
+	}, func() string { return "the metrics still report ps_0 after it left the layout" })
+	if got, ok := metricsrv.Value(scrape(), "monolith_agent_model_state", "model", testModel+":entry", "state", "AVAILABLE"); !ok || got != 1 {
+		t.Errorf("entry's state after ps_0 left: %v (present %v)", got, ok)
+	}
 }
 
 // TestV3LayoutFilters: filters pick the sub-graphs of this shard (S12: whole-name match;

@@ -54,6 +54,9 @@ type Options struct {
 	Env config.Env
 	// Logger receives the manager's messages (nil: discard).
 	Logger *slog.Logger
+	// OnReport is called with an own node's path and state each time a new state was
+	// written to it (nil: none); the agent's metrics use it.
+	OnReport func(path string, state datadef.ModelState)
 }
 
 // Watcher is the ReplicaWatcher: a cache of every replica node under the service prefix,
@@ -679,6 +682,9 @@ func (m *Manager) updateOnce(ctx context.Context) {
 		}
 		o.meta = next // only a written state counts as reported
 		m.log.Info("replica state", "path", o.path, "state", state)
+		if m.opts.OnReport != nil {
+			m.opts.OnReport(o.path, state)
+		}
 	}
 }
 

@@ -49,6 +49,8 @@ type Options struct {
 	// ConnectTimeout bounds Connect's wait for the first session (kazoo's start() gives up
 	// after 15 s); zero means DefaultConnectTimeout, negative waits until ctx ends.
 	ConnectTimeout time.Duration
+	// Metrics counts the session events, reconnects and re-registrations (nil: none).
+	Metrics *Metrics
 }
 
 // DefaultConnectTimeout is how long Connect waits for a first session by default.
@@ -60,8 +62,9 @@ const DefaultConnectTimeout = 15 * time.Second
 // WatchData), and the ephemeral nodes it owns (SetEphemeral) are re-created after a session
 // expiry. Its methods are safe for concurrent use.
 type Client struct {
-	conn   *gozk.Conn
-	logger *slog.Logger
+	conn    *gozk.Conn
+	logger  *slog.Logger
+	metrics *Metrics
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -98,13 +101,15 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
-		logger: logger,
-		kick:   make(chan struct{}, 1),
-		owned:  map[string]ownedNode{},
-		regCh:  make(chan struct{}),
+		logger:  logger,
+		metrics: opts.Metrics,
+		kick:    make(chan struct{}, 1),
+		owned:   map[string]ownedNode{},
+		regCh:   make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	hasSession := make(chan struct{}, 1)
+	var sessions atomic.Int64 // sessions established
 	conn, _, err := gozk.Connect(opts.Servers, timeout,
 		gozk.WithLogger(zkLogger{logger}), gozk.WithLogInfo(false),
 		gozk.WithEventCallback(func(ev gozk.Event) {
@@ -112,6 +117,8 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			if ev.Type != gozk.EventSession {
 				return
 			}
+			first := ev.State == gozk.StateHasSession && sessions.Add(1) == 1
+			opts.Metrics.session(ev.State, first)
 			switch ev.State {
 			case gozk.StateExpired:
 				c.lost.Add(2) // a new expiry: a re-registration under way may not clear it
@@ -231,6 +238,7 @@ func (c *Client) keep() {
 						break
 					}
 				}
+				c.metrics.reregistered()
 				c.mu.Lock()
 				c.session = sid
 				c.regs++

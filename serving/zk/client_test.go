@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/monolith-go/monolith/internal/metricsrv"
+
 	gozk "github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
@@ -29,9 +33,14 @@ func testCtx(t *testing.T) context.Context {
 
 func connectClient(t *testing.T, servers []string) *Client {
 	t.Helper()
+	return connectWithMetrics(t, servers, nil)
+}
+
+func connectWithMetrics(t *testing.T, servers []string, m *Metrics) *Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	c, err := Connect(ctx, Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog()})
+	c, err := Connect(ctx, Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog(), Metrics: m})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -321,7 +330,12 @@ func TestWatchData(t *testing.T) {
 func TestSessionExpiryClient(t *testing.T) {
 	srv := zktest.Start(t)
 	proxy := srv.NewProxy(t)
-	c := connectClient(t, proxy.Servers())
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := connectWithMetrics(t, proxy.Servers(), m)
 	direct := connectClient(t, srv.Servers())
 	ctx := testCtx(t)
 
@@ -373,6 +387,32 @@ func TestSessionExpiryClient(t *testing.T) {
 	}
 	if c.SessionID() == old || c.Lost() || c.Reregistrations() < 1 {
 		t.Errorf("session %#x (old %#x), Lost = %v, Reregistrations = %d", c.SessionID(), old, c.Lost(), c.Reregistrations())
+	}
+	// The metrics, scraped over HTTP: one expiry, at least a reconnect into the new session
+	// (the cut may cost a reconnect of the old one too), the re-registrations.
+	ms, err := metricsrv.Listen("127.0.0.1:0", reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	fams, err := metricsrv.Scrape(ctx, ms.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name     string
+		labels   []string
+		min, max float64
+	}{
+		{"monolith_zk_session_expiries_total", nil, 1, 1},
+		{"monolith_zk_session_events_total", []string{"state", "expired"}, 1, 1},
+		{"monolith_zk_reconnects_total", nil, 1, 10},
+		{"monolith_zk_session_events_total", []string{"state", "has_session"}, 2, 11},
+		{"monolith_zk_reregistrations_total", nil, float64(c.Reregistrations()), float64(c.Reregistrations())},
+	} {
+		if got, ok := metricsrv.Value(fams, w.name, w.labels...); !ok || got < w.min || got > w.max {
+			t.Errorf("%s%v = %v (present %v), want %v..%v", w.name, w.labels, got, ok, w.min, w.max)
+		}
 	}
 	for path, want := range map[string]string{"/eph/one": "1", "/eph/two": "2"} {
 		eventually(t, func() bool {
