@@ -12,11 +12,11 @@ build:
 	$(GO) build $(PKGS)
 
 # RACE_PKGS run under -race only, every other package without it. They are the packages
-# whose code starts goroutines (internal/repolint's test checks that each is listed here
-# and checks leaks with goleak) and the Beam transforms, whose DoFns run in concurrent
-# bundles.
+# whose code starts goroutines (internal/repolint's test checks that each is listed here,
+# but for the benchmark harness, and checks leaks with goleak) and the Beam transforms,
+# whose DoFns run in concurrent bundles.
 RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... ./pipelines/... ./runners/... \
-	./ps/... ./serving/... ./internal/zktest ./internal/metricsrv ./benchmarks/pipeline ./benchmarks/suite ./cmd/...
+	./ps/... ./serving/... ./internal/zktest ./internal/metricsrv ./cmd/...
 
 ## deps: install the Debian packages the tests and the benchmark suite need, only those
 ## missing (protoc with its well-known types, ZooKeeper, NumPy); apt-get, through sudo when
@@ -26,9 +26,13 @@ deps:
 
 ## test: lint, unit, golden and integration tests (RACE_PKGS under -race), and a short fuzz pass of every parser.
 test: deps lint
+	@echo "== go test $$(date +%T)"
 	$(GO) test -count=1 $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(RACE_PKGS))")
+	@echo "== go test -race $$(date +%T)"
 	$(GO) test -count=1 -race $(RACE_PKGS)
-	./scripts/fuzz.sh $(FUZZTIME)
+	@echo "== fuzz $$(date +%T)"
+	FUZZ_COVERAGE=0 ./scripts/fuzz.sh $(FUZZTIME)
+	@echo "== done $$(date +%T)"
 
 ## train: the main job: planted FM data (monolith gen --planted), then monolith train on prism.
 PLANTED ?= /tmp/monolith-planted
@@ -39,6 +43,7 @@ train:
 
 ## lint: gofmt, go vet and staticcheck must all be clean.
 lint:
+	@echo "== lint $$(date +%T)"
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)

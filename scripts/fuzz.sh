@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs every Fuzz* target of the module for a fixed budget each (default 10s).
-# Usage: scripts/fuzz.sh [FUZZTIME] [PACKAGES...]
+# Usage: [FUZZ_COVERAGE=0] scripts/fuzz.sh [FUZZTIME] [PACKAGES...]
 #
-# Each package's test binary is built once, with the fuzzing instrumentation
-# (`go test -c -fuzz=.`), while the previous package's targets run (one fuzzing worker
-# each, -test.parallel=1, so that the build has the other core). Targets run from their
+# Each package's test binary is built once, while the previous package's targets run (one
+# fuzzing worker each, -test.parallel=1, so that the build has the other core). By default
+# it is built with the fuzzing instrumentation (`go test -c -fuzz=.`), which guides the
+# mutations by coverage. FUZZ_COVERAGE=0 builds the plain test binary instead, whose
+# objects the other test runs have already compiled: the fuzzer then mutates without
+# coverage guidance. make test does that for its 2-second smoke pass (instrumenting every
+# dependency costs minutes on two cores); make fuzz keeps the instrumentation. Targets run from their
 # package's folder, so testdata/fuzz seeds and failing inputs live where `go test -fuzz`
 # keeps them. A target fails when Go reports a failing input, a crash or a test error. A
 # bare "context deadline exceeded" at the -fuzztime boundary, with no failing input
@@ -40,9 +44,12 @@ while read -r dir pkg; do
 	fi
 done < <(go list -f '{{.Dir}} {{.ImportPath}}' "${pkgs[@]}")
 
-# build I: the instrumented test binary of package I, in the background.
+instrument=(-fuzz=.)
+[ "${FUZZ_COVERAGE:-1}" = 0 ] && instrument=()
+
+# build I: the test binary of package I, in the background.
 build() {
-	go test -c -fuzz=. -o "$work/$1.test" "${names[$1]}" >"$work/$1.build" 2>&1 &
+	go test -c "${instrument[@]}" -o "$work/$1.test" "${names[$1]}" >"$work/$1.build" 2>&1 &
 	echo $! >"$work/$1.pid"
 }
 

@@ -157,7 +157,21 @@ func CheckSchema(s *arrow.Schema) error {
 			if !ok {
 				return fmt.Errorf("%w: column %q is not a decoded LineId field of the layout", ErrLayout, f.Name)
 			}
-		case RoleLabel, RoleInstanceWeight, RoleLineID, RoleDataSourceKey, RoleExtra, RoleFidOrder, RoleCell, RoleV1Hi:
+		case RoleCell, RoleV1Hi:
+			// A companion is named after its role and its feature, which readers (Conform,
+			// FromRows) look it up by.
+			of, _ := f.Metadata.GetValue(MetaOf)
+			prefix := v1hiPrefix
+			if role == RoleCell {
+				prefix = cellPrefix
+			}
+			if f.Name != prefix+of {
+				return fmt.Errorf("%w: companion column %q (role %s) of feature %q must be named %q", ErrLayout, f.Name, role, of, prefix+of)
+			}
+			if i := s.FieldIndices(of); len(i) != 1 || RoleOf(s.Field(i[0])) != RoleFeature {
+				return fmt.Errorf("%w: companion column %q of missing feature %q", ErrLayout, f.Name, of)
+			}
+		case RoleLabel, RoleInstanceWeight, RoleLineID, RoleDataSourceKey, RoleExtra, RoleFidOrder:
 		default:
 			return fmt.Errorf("%w: column %q has unknown role %q", ErrLayout, f.Name, role)
 		}

@@ -35,6 +35,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -126,9 +127,14 @@ func validate(rec arrow.RecordBatch) error {
 }
 
 func validateArray(a arrow.Array) error {
+	d := a.Data()
+	// Arrow's validation computes offset+length+1 and trusts it: a negative length can
+	// cancel a huge offset and pass, then crash any reader (a fuzz-found case).
+	if d.Len() < 0 || d.Offset() < 0 || d.Offset() > math.MaxInt32-d.Len() {
+		return fmt.Errorf("%s array has length %d at offset %d", a.DataType(), d.Len(), d.Offset())
+	}
 	// The IPC writer indexes every buffer the type's layout declares; a decoded array that
 	// lacks one would fail (or crash) on re-encoding.
-	d := a.Data()
 	if want, got := len(a.DataType().Layout().Buffers), len(d.Buffers()); got < want && a.DataType().ID() != arrow.NULL {
 		return fmt.Errorf("%s array has %d buffers, its layout has %d", a.DataType(), got, want)
 	}
@@ -141,6 +147,9 @@ func validateArray(a arrow.Array) error {
 		if v := d.Buffers()[0]; v == nil || v.Len() < int(bitutil.BytesForBits(int64(d.Offset()+d.Len()))) {
 			return fmt.Errorf("%s array has %d nulls but no validity bitmap for them", a.DataType(), d.NullN())
 		}
+	}
+	if err := checkFirstOffset(a); err != nil {
+		return err
 	}
 	if v, ok := a.(interface{ ValidateFull() error }); ok {
 		if err := v.ValidateFull(); err != nil {
@@ -162,6 +171,37 @@ func validateArray(a arrow.Array) error {
 		if err := validateArray(x.Values()); err != nil {
 			return fmt.Errorf("run-end values: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkFirstOffset checks the offset at an empty variable-width array's start, which
+// Arrow's validation skips but the IPC writer reads (a fuzz-found crash): it must lie
+// within the values.
+func checkFirstOffset(a arrow.Array) error {
+	d := a.Data()
+	if d.Len() != 0 {
+		return nil // ValidateFull checks every offset of a non-empty array
+	}
+	var limit int
+	switch a.DataType().ID() {
+	case arrow.BINARY, arrow.STRING:
+		if b := d.Buffers()[2]; b != nil {
+			limit = b.Len()
+		}
+	case arrow.LIST, arrow.MAP:
+		if len(d.Children()) == 1 {
+			limit = d.Children()[0].Len()
+		}
+	default:
+		return nil
+	}
+	off := d.Buffers()[1]
+	if off == nil || off.Len() < 4*(d.Offset()+1) {
+		return nil // no offsets to read: the writer writes none
+	}
+	if first := int(int32(binary.LittleEndian.Uint32(off.Bytes()[4*d.Offset():]))); first < 0 || first > limit {
+		return fmt.Errorf("empty %s array starts at offset %d, outside its %d values", a.DataType(), first, limit)
 	}
 	return nil
 }
