@@ -129,7 +129,7 @@ func (c *chain) batch(ctx context.Context, rec arrow.RecordBatch) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	t, err := c.layout.Run(ctx, r)
+	t, err := c.layout.Run(ctx, &element.Sharded{Shard: r})
 	if err != nil {
 		return 0, err
 	}

@@ -168,7 +168,7 @@ func TestCtlAgainstTrain(t *testing.T) {
 	}
 	want := int64(epochs * 2 * math.Ceil(4000/float64(batch))) // 2 files of 4000 rows per epoch
 	if sum.Steps != want || sum.GlobalStep != want {
-		t.Errorf("summary: %d steps, global step %d; want %d (nothing lost to the pause)", sum.Steps, sum.GlobalStep, want)
+		t.Errorf("summary: %d steps, global step %d; want %d (nothing lost to the pause)\n%s", sum.Steps, sum.GlobalStep, want, stderr.String())
 	}
 	// The event file: inspect prints its scalars, the last loss at the final step.
 	if filepath.Dir(sum.EventFile) != modelDir {

@@ -49,9 +49,17 @@ type Config struct {
 	// after training); each evaluation is a summary in the event file and the metrics.
 	EvalEveryEpochs int   `json:"eval_every_epochs"`
 	MaxSteps        int64 `json:"max_steps"` // stop after this many global steps (0 = no limit)
-	// Threads is the number of concurrent trainers in each worker (default 1): each runs
-	// lookup → forward → backward → apply on its own batches, asynchronously.
+	// Threads is the goroutines each step of a bundle runs on (default 0: GOMAXPROCS of
+	// the worker; the plain loop's goroutines too). Steps pipeline their batches, so up to
+	// a few times Threads batches are between their lookup and their apply (asynchronous
+	// training).
 	Threads int `json:"threads"`
+	// Filters and Labels are the sample filters and label ops run on every batch after
+	// reading, filters first, each list in order (io.md §3.7): a list of one-key objects,
+	// Monolith's op name → its options in snake_case, for example
+	// [{negative_sample: {drop_rate: 0.5, threshold: 0.5}}].
+	Filters json.RawMessage `json:"filters"`
+	Labels  json.RawMessage `json:"labels"`
 	// Unique deduplicates fids per feature before the lookup (training mode; default true).
 	Unique *bool `json:"unique"`
 
@@ -103,7 +111,12 @@ type Config struct {
 
 	// dir is the directory relative paths start from.
 	dir string
+	// ops are Filters then Labels, parsed and validated by Normalize.
+	ops []OpSpec
 }
+
+// Ops returns the config's filters and label ops, in the order they run.
+func (c *Config) Ops() []OpSpec { return c.ops }
 
 // Segment is the initializer and optimizer of one table segment, in protobuf JSON
 // (monolith.hash_table.InitializerConfig and OptimizerConfig, e.g. {"zeros": {}} and
@@ -230,9 +243,6 @@ func (c *Config) Normalize() error {
 	if c.Epochs == 0 {
 		c.Epochs = 1
 	}
-	if c.Threads == 0 {
-		c.Threads = 1
-	}
 	if c.Unique == nil {
 		t := true
 		c.Unique = &t
@@ -282,6 +292,15 @@ func (c *Config) Normalize() error {
 	if _, err := c.tableOverrides(); err != nil {
 		return err
 	}
+	filters, err := parseOps("filters", c.Filters)
+	if err != nil {
+		return err
+	}
+	labels, err := parseOps("labels", c.Labels)
+	if err != nil {
+		return err
+	}
+	c.ops = append(filters, labels...)
 	return nil
 }
 

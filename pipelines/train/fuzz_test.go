@@ -26,23 +26,20 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-// FuzzReadChunks: the eval result decoder rejects malformed input with an error and
-// round-trips what appendChunk writes.
-func FuzzReadChunks(f *testing.F) {
-	f.Add(appendChunk(nil, []float32{0.5, 0.25}, []float32{1, 0}))
-	f.Add([]byte{1, 0, 0, 0, 1})
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		preds, labels, err := readChunks(b)
-		if err != nil {
-			return
+// FuzzParseOps: any filters or labels section either gives validated ops or fails with
+// ErrConfig naming the section; it never panics.
+func FuzzParseOps(f *testing.F) {
+	f.Add([]byte(`[{"negative_sample": {"drop_rate": 0.5, "threshold": 0.5}}]`), false)
+	f.Add([]byte(`[{"filter_by_label": {"thresholds": [0.5]}}]`), false)
+	f.Add([]byte(`[{"add_label": {"tasks": [], "negative_value": 0}}]`), true)
+	f.Add([]byte(`[{"label_upper_bound": {"bounds": [1]}}]`), true)
+	f.Fuzz(func(t *testing.T, b []byte, labels bool) {
+		section := "filters"
+		if labels {
+			section = "labels"
 		}
-		if len(preds) != len(labels) {
-			t.Fatalf("%d predictions, %d labels", len(preds), len(labels))
-		}
-		again, _, err := readChunks(appendChunk(nil, preds, labels))
-		if err != nil || len(again) != len(preds) {
-			t.Fatalf("round trip: %d → %d, %v", len(preds), len(again), err)
+		if _, err := parseOps(section, b); err != nil && !errors.Is(err, ErrConfig) {
+			t.Fatalf("error %v does not wrap ErrConfig", err)
 		}
 	})
 }

@@ -9,27 +9,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/monolith-go/monolith/io/beamio"
-	"github.com/monolith-go/monolith/io/fileops"
 	"github.com/monolith-go/monolith/kernels/featcfg"
-	"github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/ps/server"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/schemas/pspb"
-	"github.com/monolith-go/monolith/transforms/collect"
 	"github.com/monolith-go/monolith/transforms/config"
 )
 
@@ -126,12 +119,12 @@ func Prepare(c *Config) (*Prepared, error) {
 	read := beamio.DefaultReadConfig()
 	read.RowsPerBatch = c.BatchSize
 	j := Job{Kernels: k, Model: c.Model, Bias: c.Layouts.Bias, Vec: c.Layouts.Vec, Hidden: c.Hidden,
-		MaxSteps: c.MaxSteps, Threads: c.Threads, Read: read}
-	m, err := j.newModel(cfg)
+		MaxSteps: c.MaxSteps, Parallelism: c.Threads, Read: read, Ops: c.Ops()}
+	params, err := modelParams(j.ModelSpec(), &j)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
-	tc, err := c.TablesConfig(cfg, m.Params())
+	tc, err := c.TablesConfig(cfg, params)
 	if err != nil {
 		return nil, err
 	}
@@ -237,8 +230,6 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 			err = cerr
 		}
 	}()
-	// The workers of this process count into m (trainFn.Setup reads it from the context).
-	ctx = withMetrics(ctx, m)
 	addrs := c.PS.Addrs
 	if c.Checkpoint.RestoreDir != "" && (len(addrs) > 0 || c.PS.ZooKeeper != "") {
 		return nil, fmt.Errorf("%w: checkpoint.restore_dir needs in-process PS shards (external shards restore their own checkpoint folders)", ErrConfig)
@@ -273,14 +264,14 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	j.PS = addrs
 	j.ConnectRetries, j.RetryBackoff = c.Runner.Retry()
 	j.RunID = newRunID()
-	if o.Progress != nil {
-		j.ProgressEvery = o.ProgressEvery
-	}
 	ps, err := client.New(addrs, append(j.clientOptions(), client.WithMetrics(m.PS))...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
 	defer ps.Close()
+	// The workers of this process (the embedded runner, LOOPBACK) share the driver's PS
+	// client and count into m: the steps' Setup finds them in the context.
+	ctx = withRun(ctx, &runHandle{ps: ps, metrics: m})
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -320,19 +311,7 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	}
 	health := startHealth(ctx, ps, barrier, o.HealthEvery, logger)
 	defer health.stop()
-	var loop *Worker // the plain-loop engine's one worker, for every epoch and the evaluation
-	if o.Loop {
-		if loop, err = NewWorker(&j, o.Progress, m); err != nil {
-			return nil, err
-		}
-		defer loop.Close()
-	}
-
-	state, err := os.MkdirTemp("", "monolith-train-")
-	if err != nil {
-		return nil, fmt.Errorf("pipelines/train: %w", err)
-	}
-	defer os.RemoveAll(state)
+	eng := engine{j: j, o: o, ps: ps, metrics: m}
 
 	sum := &Summary{Model: c.Model, PSShards: len(addrs), BatchSize: c.BatchSize}
 	files, err := beamio.Files(ctx, c.TrainInput)
@@ -353,13 +332,7 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 		if err := health.failure(); err != nil {
 			break
 		}
-		var st Stats
-		if o.Loop {
-			st, err = loopEpoch(ctx, loop, e, files)
-		} else {
-			path := filepath.Join(state, fmt.Sprintf("epoch-%d", e))
-			st, err = runStats(ctx, TrainPipeline(j, e, files, path), path, o.Runner)
-		}
+		st, err := eng.epoch(ctx, e, files)
 		if err != nil {
 			periodic.stop()
 			return nil, fmt.Errorf("pipelines/train: epoch %d: %w", e, err)
@@ -373,7 +346,7 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 			break
 		}
 		if c.EvalEveryEpochs > 0 && e%c.EvalEveryEpochs == 0 && e < c.Epochs {
-			if err := evalSummary(ctx, c, j, loop, state, o, ps, sums); err != nil {
+			if err := evalSummary(ctx, c, eng, ps, sums); err != nil {
 				periodic.stop()
 				return nil, fmt.Errorf("pipelines/train: evaluation after epoch %d: %w", e, err)
 			}
@@ -408,7 +381,7 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 		}
 	}
 	if c.EvalInput != "" {
-		if err := evaluate(ctx, c, j, loop, state, o, sum); err != nil {
+		if err := evaluate(ctx, c, eng, o.PredictionDump, sum); err != nil {
 			return nil, err
 		}
 		sums.eval(sum.GlobalStep, sum)
@@ -418,105 +391,26 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	return sum, nil
 }
 
-// loopEpoch trains one epoch with w in this process, file after file; w is a worker of
-// the training barrier meanwhile, like a bundle of the pipeline.
-func loopEpoch(ctx context.Context, w *Worker, epoch int, files []string) (Stats, error) {
-	if err := w.JoinBarrier(ctx); err != nil {
-		return Stats{}, err
-	}
-	defer w.LeaveBarrier()
-	for _, f := range files {
-		stopped, err := w.TrainFile(ctx, f, epoch)
-		if err != nil {
-			return Stats{}, err
-		}
-		if stopped {
-			break
-		}
-	}
-	return w.Flush()
-}
-
-// runStats runs a training pipeline and reads its merged Stats.
-func runStats(ctx context.Context, p *beam.Pipeline, path string, ro runners.Options) (Stats, error) {
-	var st Stats
-	if err := collect.Prepare(path); err != nil {
-		return st, err
-	}
-	if _, err := runners.Run(ctx, p, ro); err != nil {
-		return st, err
-	}
-	b, ok, err := collect.ReadFile(path)
-	if err != nil || !ok {
-		return st, err
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("pipelines/train: stats: %w", err)
-	}
-	return st, nil
-}
-
-// evaluate runs the evaluation pipeline and fills the eval fields of sum.
-func evaluate(ctx context.Context, c *Config, j Job, loop *Worker, state string, o Options, sum *Summary) error {
+// evaluate runs the evaluation and fills the eval fields of sum; with dump set it also
+// writes the predictions there.
+func evaluate(ctx context.Context, c *Config, eng engine, dump string, sum *Summary) error {
 	files, err := beamio.Files(ctx, c.EvalInput)
 	if err != nil {
 		return fmt.Errorf("pipelines/train: eval_input %s: %w", c.EvalInput, err)
 	}
-	var preds, labels []float32
-	if loop != nil {
-		for _, f := range files {
-			if preds, labels, err = loop.EvalFile(ctx, f, preds, labels); err != nil {
-				return err
-			}
-		}
-	} else {
-		path := filepath.Join(state, "eval")
-		if err := collect.Prepare(path); err != nil {
-			return err
-		}
-		if _, err := runners.Run(ctx, EvalPipeline(j, files, path), o.Runner); err != nil {
-			return fmt.Errorf("pipelines/train: eval: %w", err)
-		}
-		b, _, err := collect.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if preds, labels, err = readChunks(b); err != nil {
-			return err
-		}
-	}
-	if len(preds) == 0 {
-		return fmt.Errorf("pipelines/train: eval_input %s holds no rows", c.EvalInput)
-	}
-	sum.EvalExamples = int64(len(preds))
-	if o.PredictionDump != "" {
-		if err := dumpPredictions(o.PredictionDump, preds, labels); err != nil {
-			return err
-		}
-	}
-	auc, err := metrics.AUC(preds, labels)
+	r, err := eng.eval(ctx, files, dump)
 	if err != nil {
-		return fmt.Errorf("pipelines/train: eval AUC: %w", err)
+		return err
 	}
-	ll, err := metrics.LogLoss(preds, labels)
-	if err != nil {
-		return fmt.Errorf("pipelines/train: eval log loss: %w", err)
-	}
-	var pos float64
-	for _, y := range labels {
-		if y > 0 {
-			pos++
-		}
-	}
-	r := pos / float64(len(labels))
-	cl := -(r*math.Log(r) + (1-r)*math.Log(1-r))
+	auc, ll, cl := r.AUC, r.LogLoss, r.ConstLogLoss
+	sum.EvalExamples = r.Examples
 	sum.EvalAUC, sum.EvalLogLoss, sum.EvalConstLogLoss = &auc, &ll, &cl
 	return nil
 }
 
 // evalSummary evaluates the model as it is now (during training) and writes the eval
 // summary at the current global step.
-func evalSummary(ctx context.Context, c *Config, j Job, loop *Worker, state string, o Options, ps *client.Client, sums *summaries) error {
+func evalSummary(ctx context.Context, c *Config, eng engine, ps *client.Client, sums *summaries) error {
 	step, err := ps.GlobalStep(ctx, 0, "")
 	if err != nil {
 		return err
@@ -528,13 +422,12 @@ func evalSummary(ctx context.Context, c *Config, j Job, loop *Worker, state stri
 			return err
 		}
 	}
-	o.PredictionDump = "" // only the final evaluation's predictions are dumped
-	if err := evaluate(ctx, c, j, loop, state, o, es); err != nil {
+	if err := evaluate(ctx, c, eng, "", es); err != nil {
 		return err
 	}
 	sums.eval(step, es)
-	if o.Progress != nil {
-		fmt.Fprintf(o.Progress, "train: eval at global step %d: auc %.4f, log loss %.4f\n", step, *es.EvalAUC, *es.EvalLogLoss)
+	if eng.o.Progress != nil {
+		fmt.Fprintf(eng.o.Progress, "train: eval at global step %d: auc %.4f, log loss %.4f\n", step, *es.EvalAUC, *es.EvalLogLoss)
 	}
 	return nil
 }
@@ -610,30 +503,4 @@ func (s *periodicSaver) stop() error {
 	s.cancel()
 	s.wg.Wait()
 	return s.err
-}
-
-// dumpPredictions writes {dir}/part-00000 (Monolith's part-<worker:05d> of worker 0):
-// "prediction\tlabel\n" per row, appended through a fileops.WritableFile that the close
-// hook closes at the end of training.
-func dumpPredictions(dir string, preds, labels []float32) error {
-	f, err := fileops.Open(filepath.Join(dir, "part-00000"))
-	if err != nil {
-		return fmt.Errorf("pipelines/train: prediction dump: %w", err)
-	}
-	hook := fileops.NewCloseHook(f)
-	var line []byte
-	for i, p := range preds {
-		line = strconv.AppendFloat(line[:0], float64(p), 'g', -1, 32)
-		line = append(line, '\t')
-		line = strconv.AppendFloat(line, float64(labels[i]), 'g', -1, 32)
-		line = append(line, '\n')
-		if err := f.Append(line); err != nil {
-			_ = hook.End()
-			return fmt.Errorf("pipelines/train: prediction dump: %w", err)
-		}
-	}
-	if err := hook.End(); err != nil {
-		return fmt.Errorf("pipelines/train: prediction dump: %w", err)
-	}
-	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/schemas/batch"
+	tshard "github.com/monolith-go/monolith/transforms/shard"
 )
 
 // plantedData writes a small planted-FM data set into dir (train/, eval/,
@@ -149,8 +150,9 @@ func TestTrainBeatsConstant(t *testing.T) {
 	}
 }
 
-// TestRetriedBatchAppliesOnce trains the same batch twice with the same id (a retried
-// bundle): the second time neither the embeddings nor the global step move.
+// TestRetriedBatchAppliesOnce trains the same batch in a second bundle of the same epoch
+// (a retried bundle: the same batch id): neither the embeddings nor the global step move.
+// The same batch in another epoch applies again.
 func TestRetriedBatchAppliesOnce(t *testing.T) {
 	dir := t.TempDir()
 	c := plantedData(t, dir, 512)
@@ -158,98 +160,48 @@ func TestRetriedBatchAppliesOnce(t *testing.T) {
 	pr, ps := localPS(t, c, 2)
 	j := pr.Job
 	j.PS, j.RunID = ps.Addrs(), "test"
-	w, err := NewWorker(&j, nil, nil)
+	cl, err := client.New(ps.Addrs())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer cl.Close()
 	files, err := beamio.Files(ctx, c.TrainInput)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first []byte
-	if err := beamio.ReadFile(ctx, files[0], j.Read, func(rec arrow.RecordBatch) error {
-		if first != nil {
-			rec.Release()
-			return nil
+	var rec arrow.RecordBatch
+	if err := beamio.ReadFile(ctx, files[0], j.Read, func(r arrow.RecordBatch) error {
+		if rec == nil {
+			rec = r
+		} else {
+			r.Release()
 		}
-		first = []byte("seen")
-		defer rec.Release()
-		return trainTwice(t, ctx, w, rec, ps.Addrs())
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestFailedStepKeepsApplyInFlight: a step that fails after its predecessor's apply
-// started must not reuse that apply's buffers; the next step and the apply both succeed.
-func TestFailedStepKeepsApplyInFlight(t *testing.T) {
-	dir := t.TempDir()
-	c := plantedData(t, dir, 1024)
-	ctx := context.Background()
-	pr, ps := localPS(t, c, 2)
-	j := pr.Job
-	j.PS, j.RunID = ps.Addrs(), "test"
-	w, err := NewWorker(&j, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	files, err := beamio.Files(ctx, c.TrainInput)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	if err := beamio.ReadFile(ctx, files[0], j.Read, func(rec arrow.RecordBatch) error {
-		recs = append(recs, rec)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	if len(recs) < 3 {
-		t.Fatalf("%d batches, want 3", len(recs))
+	defer rec.Release()
+	// The batch's fids, as the chain's sharding lists them.
+	var b tshard.Batcher
+	if err := b.Init(j.Kernels); err != nil {
+		t.Fatal(err)
 	}
-	tr := w.trainers[0]
-	for round := range 20 { // the race window is small: try it many times
-		if err := tr.Train(ctx, recs[0], fmt.Sprintf("a%d", round)); err != nil {
-			t.Fatal(err)
-		}
-		cancelled, cancel := context.WithCancel(ctx)
-		cancel()
-		if err := tr.Train(cancelled, recs[1], fmt.Sprintf("b%d", round)); err == nil {
-			t.Fatal("a step with a cancelled context succeeded")
-		}
-		if err := tr.Train(ctx, recs[2], fmt.Sprintf("c%d", round)); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		st, err := w.Flush()
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		if st.Steps != 2 {
-			t.Fatalf("round %d: %d steps applied, want 2", round, st.Steps)
-		}
-	}
-}
-
-func trainTwice(t *testing.T, ctx context.Context, w *Worker, rec arrow.RecordBatch, addrs []string) error {
-	t.Helper()
-	cl, err := client.New(addrs)
+	r, err := b.Shard(rec)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	defer cl.Close()
-	tr := w.trainers[0]
+	var fids []int64
+	for p := range r.PS {
+		for _, v := range r.List(0, p) {
+			fids = append(fids, int64(v))
+		}
+	}
+	if len(fids) == 0 {
+		t.Fatal("the batch has no fids")
+	}
 	snapshot := func() ([]float32, int64) {
 		t.Helper()
-		fids := append([]int64(nil), tr.slots[0].fids[0]...)
-		fids = append(fids, tr.slots[1].fids[0]...)
-		res, err := cl.Lookup(ctx, "emb", tr.tables[0].dim, fids, client.LookupOptions{})
+		res, err := cl.Lookup(ctx, "emb", 5, fids, client.LookupOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,20 +211,21 @@ func trainTwice(t *testing.T, ctx context.Context, w *Worker, rec arrow.RecordBa
 		}
 		return res.Embeddings, step
 	}
-	step := func(id string) Stats {
+	bundle := func(epoch int) Stats {
 		t.Helper()
-		if err := tr.Train(ctx, rec, id); err != nil {
-			t.Fatal(err)
-		}
-		st, err := w.Flush()
+		ch, err := NewChain(&j, cl, true, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st
+		ch.epoch = epoch
+		if err := ch.Train(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		return ch.Stats()
 	}
-	step("batch-1")
+	bundle(1)
 	e1, s1 := snapshot()
-	step("batch-1") // the retry
+	bundle(1) // the retry
 	e2, s2 := snapshot()
 	if s2 != s1 || s1 != 1 {
 		t.Errorf("global step %d after the first try and %d after the retry, want 1 and 1", s1, s2)
@@ -282,19 +235,18 @@ func trainTwice(t *testing.T, ctx context.Context, w *Worker, rec arrow.RecordBa
 			t.Fatalf("embedding float %d moved on the retry: %v → %v", i, e1[i], e2[i])
 		}
 	}
-	step("batch-2") // a new batch id applies again: the test can fail
+	bundle(2) // another epoch: a new batch id applies again, so the test can fail
 	e3, s3 := snapshot()
 	if s3 != 2 {
-		t.Errorf("global step %d after a new batch, want 2", s3)
+		t.Errorf("global step %d after the next epoch, want 2", s3)
 	}
 	moved := false
 	for i := range e1 {
 		moved = moved || e1[i] != e3[i]
 	}
 	if !moved {
-		t.Errorf("a new batch id did not change the embeddings")
+		t.Errorf("the next epoch did not change the embeddings")
 	}
-	return nil
 }
 
 // TestOutOfProcessPS trains against two PS shards running as separate processes.

@@ -8,7 +8,9 @@
 // Each element.TableGrads is aggregated on its own: the output holds every distinct fid
 // once, in first-occurrence order, with its summed row and its occurrence count. A fid
 // whose occurrences have different widths is an error naming the table, shard and fid.
-// Nothing is shuffled; gradients of different batches are never mixed.
+// Nothing is shuffled; gradients of different batches are never mixed. A PCollection of
+// *element.Sharded (a training step, after layout.LayoutGrad with Attach) has the lists of
+// each element's training state aggregated in place of the originals, in a new element.
 //
 // # Determinism
 //
@@ -19,6 +21,7 @@ package aggregate
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -29,13 +32,56 @@ import (
 
 func init() {
 	register.DoFn3x1[context.Context, element.TableGrads, func(element.TableGrads), error](&aggregateFn{})
+	register.DoFn3x1[context.Context, *element.Sharded, func(*element.Sharded), error](&aggregateStepFn{})
 	register.Emitter1[element.TableGrads]()
+	register.Emitter1[*element.Sharded]()
 }
 
-// AggregateGrads aggregates every element.TableGrads of col.
+// AggregateGrads aggregates every element.TableGrads of col, or the attached gradient
+// lists of every *element.Sharded of col. Panics at pipeline construction for another
+// element type.
 func AggregateGrads(s beam.Scope, col beam.PCollection) beam.PCollection {
 	s = s.Scope("aggregate.AggregateGrads")
-	return beam.ParDo(s, &aggregateFn{}, col)
+	switch t := col.Type().Type(); t {
+	case reflect.TypeOf(element.TableGrads{}):
+		return beam.ParDo(s, &aggregateFn{}, col)
+	case reflect.TypeOf((*element.Sharded)(nil)):
+		return beam.ParDo(s, &aggregateStepFn{}, col)
+	default:
+		panic(fmt.Errorf("aggregate.AggregateGrads: elements of type %v, want element.TableGrads or *element.Sharded", t))
+	}
+}
+
+// aggregateStepFn aggregates the gradient lists a training step carries.
+type aggregateStepFn struct {
+	a Aggregator
+}
+
+func (f *aggregateStepFn) ProcessElement(_ context.Context, in *element.Sharded, emit func(*element.Sharded)) error {
+	out, err := f.a.AggregateStep(in)
+	if err != nil {
+		return err
+	}
+	emit(out)
+	return nil
+}
+
+// AggregateStep returns a copy of in whose training state's gradient lists are aggregated
+// (AggregateGrads' body for *element.Sharded).
+func (a *Aggregator) AggregateStep(in *element.Sharded) (*element.Sharded, error) {
+	if in.Train == nil {
+		return nil, fmt.Errorf("aggregate.AggregateGrads: element of %d rows has no training state (run layout.LayoutGrad with Attach first)", in.Rows())
+	}
+	t := *in.Train
+	t.Grads = make([]element.TableGrads, len(in.Train.Grads))
+	for i, g := range in.Train.Grads {
+		out, err := a.Aggregate(g)
+		if err != nil {
+			return nil, err
+		}
+		t.Grads[i] = out
+	}
+	return &element.Sharded{Batch: in.Batch, Shard: in.Shard, Tensors: in.Tensors, Train: &t}, nil
 }
 
 type aggregateFn struct {

@@ -209,11 +209,13 @@ func checkFirstOffset(a arrow.Array) error {
 // Sharded is a batch with its sharding result; see the package doc.
 //
 // Encoding: uvarint length + IPC stream of Batch (length 0 when nil), uvarint length +
-// shard.Result encoding (0 when nil), uvarint length + IPC stream of Tensors (0 when nil).
+// shard.Result encoding (0 when nil), uvarint length + IPC stream of Tensors (0 when nil),
+// and, only when Train is set, uvarint length + EncodeTrainState.
 type Sharded struct {
 	Batch   arrow.RecordBatch // the rows; nil when a transform dropped them
 	Shard   *shard.Result     // owned by the element (a clone of the Sharder's result)
 	Tensors arrow.RecordBatch // layout outputs or their gradients; nil before Layout
+	Train   *TrainState       // a training step's state; nil outside training
 }
 
 // Rows returns the number of rows of the element.
@@ -239,7 +241,11 @@ func EncodeSharded(s *Sharded) ([]byte, error) {
 		return nil, errors.New("transforms/element: nil Sharded")
 	}
 	var out []byte
-	for i, part := range []any{s.Batch, s.Shard, s.Tensors} {
+	parts := []any{s.Batch, s.Shard, s.Tensors}
+	if s.Train != nil {
+		parts = append(parts, s.Train)
+	}
+	for i, part := range parts {
 		var b []byte
 		var err error
 		switch v := part.(type) {
@@ -251,6 +257,8 @@ func EncodeSharded(s *Sharded) ([]byte, error) {
 			if v != nil {
 				b, err = v.MarshalBinary()
 			}
+		case *TrainState:
+			b, err = EncodeTrainState(v)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("transforms/element: encode Sharded part %d: %w", i, err)
@@ -265,7 +273,10 @@ func EncodeSharded(s *Sharded) ([]byte, error) {
 func DecodeSharded(b []byte) (*Sharded, error) {
 	s := &Sharded{}
 	off := 0
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ {
+		if i == 3 && off == len(b) {
+			break // no training state
+		}
 		n, k := binary.Uvarint(b[off:])
 		if k <= 0 || n > uint64(len(b)-off-k) {
 			return nil, fmt.Errorf("%w: Sharded part %d: bad length at offset %d", ErrCorrupt, i, off)
@@ -284,6 +295,8 @@ func DecodeSharded(b []byte) (*Sharded, error) {
 			s.Shard, err = shard.DecodeResult(part)
 		case 2:
 			s.Tensors, err = DecodeRecord(part)
+		case 3:
+			s.Train, err = DecodeTrainState(part)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: Sharded part %d: %v", ErrCorrupt, i, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/monolith-go/monolith/internal/ordered"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	klayout "github.com/monolith-go/monolith/kernels/layout"
 	kshard "github.com/monolith-go/monolith/kernels/shard"
@@ -15,45 +16,107 @@ import (
 
 // LayoutGrad runs the layout gradient on every *element.Sharded of col whose Tensors hold
 // the gradients of the layout outputs, and returns a PCollection of element.TableGrads,
-// one per (table, PS shard) list of each batch. Panics at pipeline construction if k is
-// invalid.
-func LayoutGrad(s beam.Scope, col beam.PCollection, k config.Kernels) beam.PCollection {
+// one per (table, PS shard) list of each batch; with Attach, the elements themselves
+// with their training state's Grads set. Panics at pipeline construction if k is invalid.
+func LayoutGrad(s beam.Scope, col beam.PCollection, k config.Kernels, opts ...Option) beam.PCollection {
 	s = s.Scope("layout.LayoutGrad")
 	if _, err := k.Build(); err != nil {
 		panic(fmt.Errorf("layout.LayoutGrad: %w", err))
 	}
-	return beam.ParDo(s, &gradFn{Kernels: k}, col)
+	o := options(opts)
+	if o.Attach {
+		return beam.ParDo(s, &gradAttachFn{gradBase: gradBase{Kernels: k, Parallelism: o.Parallelism}}, col)
+	}
+	return beam.ParDo(s, &gradFn{gradBase: gradBase{Kernels: k, Parallelism: o.Parallelism}}, col)
 }
 
-type gradFn struct {
-	Kernels config.Kernels
+// gradBase is the state of both gradient DoFns: a pool of Backward kernels.
+type gradBase struct {
+	Kernels     config.Kernels
+	Parallelism int
 
-	b Backward
+	states []*Backward
+	pool   *ordered.Pool[*Backward, *element.Sharded, *element.Sharded]
 }
 
-func (f *gradFn) Setup() error { return f.b.Init(f.Kernels) }
+func (f *gradBase) Setup() error {
+	f.states = make([]*Backward, workers(f.Parallelism))
+	for i := range f.states {
+		f.states[i] = &Backward{}
+		if err := f.states[i].Init(f.Kernels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-func (f *gradFn) ProcessElement(_ context.Context, in *element.Sharded, emit func(element.TableGrads)) error {
+func (f *gradBase) start(ctx context.Context) error {
+	var err error
+	f.pool, err = ordered.New(ctx, len(f.states), 0, states(f.states),
+		func(_ context.Context, b *Backward, in *element.Sharded) (*element.Sharded, error) {
+			return b.RunElement(in)
+		})
+	return err
+}
+
+// RunElement computes the embedding gradients of one element whose Tensors hold the
+// gradients of its layout outputs, and returns a copy of it with the training state's
+// Grads set (one TableGrads per (table, PS shard) list): LayoutGrad's body.
+func (b *Backward) RunElement(in *element.Sharded) (*element.Sharded, error) {
 	if in.Shard == nil || in.Tensors == nil {
-		return fmt.Errorf("layout.LayoutGrad: element of %d rows needs a sharding result and output gradients", in.Rows())
+		return nil, fmt.Errorf("layout.LayoutGrad: element of %d rows needs a sharding result and output gradients", in.Rows())
 	}
 	gs, err := element.Tensors(in.Tensors)
 	if err != nil {
-		return fmt.Errorf("layout.LayoutGrad: %w", err)
+		return nil, fmt.Errorf("layout.LayoutGrad: %w", err)
 	}
 	grads := make([][]float32, len(gs))
 	for i, g := range gs {
 		grads[i] = g.Data
 	}
-	out, err := f.b.Run(in.Shard, grads)
+	out, err := b.Run(in.Shard, grads)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, g := range out {
+	t := element.TrainState{}
+	if in.Train != nil {
+		t = *in.Train
+	}
+	t.Grads = out
+	return &element.Sharded{Batch: in.Batch, Shard: in.Shard, Tensors: in.Tensors, Train: &t}, nil
+}
+
+type gradFn struct{ gradBase }
+
+func (f *gradFn) StartBundle(ctx context.Context, _ func(element.TableGrads)) error {
+	return f.start(ctx)
+}
+
+func (f *gradFn) ProcessElement(in *element.Sharded, emit func(element.TableGrads)) error {
+	return f.pool.Submit(in, func(e *element.Sharded) { emitLists(e, emit) })
+}
+
+func (f *gradFn) FinishBundle(emit func(element.TableGrads)) error {
+	return f.pool.Flush(func(e *element.Sharded) { emitLists(e, emit) })
+}
+
+func emitLists(e *element.Sharded, emit func(element.TableGrads)) {
+	for _, g := range e.Train.Grads {
 		emit(g)
 	}
-	return nil
 }
+
+type gradAttachFn struct{ gradBase }
+
+func (f *gradAttachFn) StartBundle(ctx context.Context, _ func(*element.Sharded)) error {
+	return f.start(ctx)
+}
+
+func (f *gradAttachFn) ProcessElement(in *element.Sharded, emit func(*element.Sharded)) error {
+	return f.pool.Submit(in, emit)
+}
+
+func (f *gradAttachFn) FinishBundle(emit func(*element.Sharded)) error { return f.pool.Flush(emit) }
 
 // Backward runs the layout gradient of sharded batches: the body of the LayoutGrad DoFn,
 // exported for plain-Go callers. Not safe for concurrent use.

@@ -200,7 +200,7 @@ func TestShardLayoutGrad(t *testing.T) {
 // unregistered is a Source whose type is not registered with Beam.
 type unregistered struct{}
 
-func (unregistered) Embeddings(context.Context, *featcfg.Config, int, *kshard.Result) (klayout.Embedding, error) {
+func (unregistered) Embeddings(context.Context, *featcfg.Config, int, *element.Sharded) (klayout.Embedding, error) {
 	return klayout.Embedding{}, nil
 }
 
