@@ -146,7 +146,9 @@ func (f *forwardBackwardFn) ProcessElement(in *element.Sharded, emit func(*eleme
 	return f.pool.Submit(in, emit)
 }
 
-func (f *forwardBackwardFn) FinishBundle(emit func(*element.Sharded)) error { return f.pool.Flush(emit) }
+func (f *forwardBackwardFn) FinishBundle(emit func(*element.Sharded)) error {
+	return f.pool.Flush(emit)
+}
 
 type predictFn struct {
 	base
