@@ -11,6 +11,11 @@
 // batch-file input io/dataset reads is supported, with the same errors (file, record,
 // offset; decisions I1/I2).
 //
+// Decoding runs on ReadConfig.Parallelism goroutines per bundle (default GOMAXPROCS):
+// the bundle's goroutine reads, decompresses and frames the records (io/dataset chunks),
+// the workers decode them, and the batches are emitted in file order (internal/ordered),
+// so a runner that gives the stage one bundle, as prism does, still decodes on every core.
+//
 // Rows per batch: Example and Instance records are gathered RowsPerBatch at a time (the
 // last batch of a file may be shorter). An ExampleBatch record is one batch; when it has
 // more than RowsPerBatch rows it is cut into zero-copy slices of at most RowsPerBatch rows
@@ -30,12 +35,14 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/monolith-go/monolith/internal/ordered"
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/io/filepattern"
@@ -65,6 +72,7 @@ type ReadConfig struct {
 	AllowTruncatedTail bool              // I1: the reference's silent partial last record
 	RowsPerBatch       int               // Example/Instance rows per batch, and the ExampleBatch slice size; 0 = 1024
 	DataSourceKey      dataset.DSKPolicy // data_source_key policy
+	Parallelism        int               // decoding goroutines per bundle; 0 = GOMAXPROCS
 }
 
 // DefaultReadConfig returns the configuration of Monolith's FilePBDataset defaults: PB
@@ -156,13 +164,74 @@ func (f *expandFn) ProcessElement(ctx context.Context, _ []byte, emit func(strin
 
 type readFn struct {
 	Config ReadConfig
+
+	pool *ordered.Pool[int, *dataset.Chunk, []arrow.RecordBatch]
+}
+
+func (f *readFn) StartBundle(ctx context.Context, _ func(arrow.RecordBatch)) error {
+	n := f.Config.Parallelism
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	rows := int64(f.Config.DatasetOptions().BatchRows)
+	var err error
+	f.pool, err = ordered.New(ctx, n, 0, func() (int, error) { return 0, nil },
+		func(_ context.Context, _ int, c *dataset.Chunk) ([]arrow.RecordBatch, error) {
+			rec, err := c.Decode()
+			if err != nil {
+				return nil, fmt.Errorf("beamio: %w", err)
+			}
+			return cut(rec, rows), nil
+		})
+	return err
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, file string, emit func(arrow.RecordBatch)) error {
-	return ReadFile(ctx, file, f.Config, func(rec arrow.RecordBatch) error {
-		emit(rec)
-		return nil
+	r, err := dataset.Open([]string{file}, f.Config.DatasetOptions())
+	if err != nil {
+		return fmt.Errorf("beamio: %w", err)
+	}
+	defer r.Close()
+	out := func(recs []arrow.RecordBatch) {
+		for _, rec := range recs {
+			emit(rec)
+		}
+	}
+	for {
+		c, err := r.NextChunk(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("beamio: %w", err)
+		}
+		if err := f.pool.Submit(c, out); err != nil {
+			return err
+		}
+	}
+}
+
+func (f *readFn) FinishBundle(emit func(arrow.RecordBatch)) error {
+	return f.pool.Flush(func(recs []arrow.RecordBatch) {
+		for _, rec := range recs {
+			emit(rec)
+		}
 	})
+}
+
+// cut slices rec into batches of at most rows rows (zero-copy), releasing rec when it
+// is cut.
+func cut(rec arrow.RecordBatch, rows int64) []arrow.RecordBatch {
+	n := rec.NumRows()
+	if n <= rows {
+		return []arrow.RecordBatch{rec}
+	}
+	out := make([]arrow.RecordBatch, 0, (n+rows-1)/rows)
+	for lo := int64(0); lo < n; lo += rows {
+		out = append(out, rec.NewSlice(lo, min(lo+rows, n)))
+	}
+	rec.Release()
+	return out
 }
 
 // ReadFile reads one file and calls fn with each batch, cut to at most RowsPerBatch rows.
@@ -183,21 +252,14 @@ func ReadFile(ctx context.Context, file string, cfg ReadConfig, fn func(arrow.Re
 		if err != nil {
 			return fmt.Errorf("beamio: %w", err)
 		}
-		n := rec.NumRows()
-		max := int64(o.BatchRows)
-		if n <= max {
-			if err := fn(rec); err != nil {
-				return err
-			}
-			continue
-		}
-		for lo := int64(0); lo < n; lo += max {
-			hi := min(lo+max, n)
-			if err := fn(rec.NewSlice(lo, hi)); err != nil {
-				rec.Release()
+		recs := cut(rec, int64(o.BatchRows))
+		for i, part := range recs {
+			if err := fn(part); err != nil {
+				for _, rest := range recs[i+1:] {
+					rest.Release()
+				}
 				return err
 			}
 		}
-		rec.Release()
 	}
 }

@@ -79,6 +79,14 @@ func openBatchFile(name string, f Format, r *Reader) (source, error) {
 	return s, nil
 }
 
+func (s *batchFileSource) nextChunk(ctx context.Context) (*Chunk, error) {
+	rec, err := s.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Chunk{file: s.name, rec: rec}, nil
+}
+
 func (s *batchFileSource) next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -166,9 +166,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrAmbiguousType reports a file whose message type could not be sniffed.
 var ErrAmbiguousType = errors.New("io/dataset: cannot tell the message type; set it explicitly (examplebatch, example or instance)")
 
-// source yields the batches of one file.
+// source yields the batches of one file, as chunks.
 type source interface {
-	next(ctx context.Context) (arrow.RecordBatch, error)
+	nextChunk(ctx context.Context) (*Chunk, error)
 	close() error
 }
 
@@ -207,6 +207,18 @@ func (r *Reader) Stats() Stats {
 // Next returns the next batch, which the caller must Release, or io.EOF after the last
 // file. After an error the Reader is done.
 func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	c, err := r.NextChunk(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Decode()
+}
+
+// NextChunk returns the next batch undecoded, or io.EOF after the last file: reading,
+// decompressing and framing happen here, decoding in Chunk.Decode, which may run on
+// another goroutine, so that a reader can decode chunks in parallel (beamio does). After
+// an error the Reader is done.
+func (r *Reader) NextChunk(ctx context.Context) (*Chunk, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -224,7 +236,7 @@ func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			r.stats.files.Add(1)
 			r.cur = src
 		}
-		rec, err := r.cur.next(ctx)
+		c, err := r.cur.nextChunk(ctx)
 		if err == io.EOF {
 			cerr := r.cur.close()
 			r.cur = nil
@@ -238,9 +250,106 @@ func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			r.cur, r.idx = nil, len(r.files)
 			return nil, err
 		}
-		r.stats.rows.Add(rec.NumRows())
+		c.r = r
+		return c, nil
+	}
+}
+
+// Chunk is one batch before decoding: the records of a framed file that make one batch
+// (an ExampleBatch record, or up to BatchRows Example or Instance records), copied out of
+// the reader's buffers, or a batch that its format decoded already. Decode is safe to
+// call concurrently with the Reader and with other chunks' Decode.
+type Chunk struct {
+	r         *Reader
+	file      string
+	typ       batch.Source
+	buf       []byte // the payloads, back to back
+	recs      []chunkRecord
+	overwrite bool              // the records' header keys replace the messages' data_source_key
+	rec       arrow.RecordBatch // already decoded (batch and text files)
+}
+
+// chunkRecord locates one record of a chunk.
+type chunkRecord struct {
+	end           int // end of its payload in buf
+	index, offset int64
+	dsk           uint32
+}
+
+// Decode returns the chunk's batch, which the caller must Release. Errors name the file,
+// the record and its offset.
+func (c *Chunk) Decode() (arrow.RecordBatch, error) {
+	rec, err := c.decode()
+	if err != nil {
+		return nil, err
+	}
+	if c.r != nil {
+		c.r.stats.rows.Add(rec.NumRows())
+	}
+	return rec, nil
+}
+
+func (c *Chunk) decode() (arrow.RecordBatch, error) {
+	if c.rec != nil {
+		rec := c.rec
+		c.rec = nil
 		return rec, nil
 	}
+	if len(c.recs) == 0 {
+		return nil, fmt.Errorf("io/dataset: %s: empty chunk (decoded twice?)", c.file)
+	}
+	o := &c.r.o
+	fail := func(i int, err error) error {
+		return &Error{File: c.file, Record: c.recs[i].index, Offset: c.recs[i].offset, Err: err}
+	}
+	start := 0
+	switch c.typ {
+	case batch.SourceExampleBatch:
+		bo := o.Batch
+		if c.overwrite {
+			bo = append(bo[:len(bo):len(bo)], batch.WithDataSourceKey(c.recs[0].dsk))
+		}
+		out, err := batch.DecodeExampleBatch(o.Mem, c.buf[:c.recs[0].end], bo...)
+		if err != nil {
+			return nil, fail(0, err)
+		}
+		return out, nil
+	case batch.SourceExample:
+		exs := make([]*examplepb.Example, len(c.recs))
+		for i, cr := range c.recs {
+			ex := &examplepb.Example{}
+			if err := proto.Unmarshal(c.buf[start:cr.end], ex); err != nil {
+				return nil, fail(i, fmt.Errorf("parse Example: %w", err))
+			}
+			if c.overwrite {
+				ex.DataSourceKey = cr.dsk
+			}
+			exs[i], start = ex, cr.end
+		}
+		rec, err := batch.FromExamples(o.Mem, exs, o.Batch...)
+		if err != nil {
+			return nil, &Error{File: c.file, Record: c.recs[0].index, Offset: -1, Err: fmt.Errorf("records %d and on: %w", c.recs[0].index, err)}
+		}
+		return rec, nil
+	case batch.SourceInstance:
+		ins := make([]*parserpb.Instance, len(c.recs))
+		for i, cr := range c.recs {
+			in := &parserpb.Instance{}
+			if err := proto.Unmarshal(c.buf[start:cr.end], in); err != nil {
+				return nil, fail(i, fmt.Errorf("parse Instance: %w", err))
+			}
+			if c.overwrite {
+				in.DataSourceKey = proto.Uint32(cr.dsk)
+			}
+			ins[i], start = in, cr.end
+		}
+		rec, err := batch.FromInstances(o.Mem, ins, o.Batch...)
+		if err != nil {
+			return nil, &Error{File: c.file, Record: c.recs[0].index, Offset: -1, Err: fmt.Errorf("records %d and on: %w", c.recs[0].index, err)}
+		}
+		return rec, nil
+	}
+	return nil, fmt.Errorf("io/dataset: invalid message type %v", c.typ)
 }
 
 // Close releases the current file.
@@ -328,9 +437,6 @@ type framedSource struct {
 	dec       io.ReadCloser
 	typ       batch.Source
 	lagrangeX bool
-	exs       []*examplepb.Example
-	ins       []*parserpb.Instance
-	first     int64 // index of the first buffered row's record
 	done      bool
 }
 
@@ -362,8 +468,9 @@ func (s *framedSource) overwriteDSK() bool {
 	return s.lagrangeX
 }
 
-func (s *framedSource) next(ctx context.Context) (arrow.RecordBatch, error) {
+func (s *framedSource) nextChunk(ctx context.Context) (*Chunk, error) {
 	o := &s.r.o
+	c := &Chunk{file: s.name, overwrite: s.overwriteDSK()}
 	for !s.done {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -386,69 +493,20 @@ func (s *framedSource) next(ctx context.Context) (arrow.RecordBatch, error) {
 				return nil, s.fail(rec, err)
 			}
 		}
-		switch s.typ {
-		case batch.SourceExampleBatch:
-			bo := o.Batch
-			if s.overwriteDSK() {
-				bo = append(bo[:len(bo):len(bo)], batch.WithDataSourceKey(rec.DataSourceKey))
-			}
-			out, err := batch.DecodeExampleBatch(o.Mem, rec.Payload, bo...)
-			if err != nil {
-				return nil, s.fail(rec, err)
-			}
-			return out, nil
-		case batch.SourceExample:
-			ex := &examplepb.Example{}
-			if err := proto.Unmarshal(rec.Payload, ex); err != nil {
-				return nil, s.fail(rec, fmt.Errorf("parse Example: %w", err))
-			}
-			if s.overwriteDSK() {
-				ex.DataSourceKey = rec.DataSourceKey
-			}
-			if len(s.exs) == 0 {
-				s.first = rec.Index
-			}
-			s.exs = append(s.exs, ex)
-		case batch.SourceInstance:
-			in := &parserpb.Instance{}
-			if err := proto.Unmarshal(rec.Payload, in); err != nil {
-				return nil, s.fail(rec, fmt.Errorf("parse Instance: %w", err))
-			}
-			if s.overwriteDSK() {
-				in.DataSourceKey = proto.Uint32(rec.DataSourceKey)
-			}
-			if len(s.ins) == 0 {
-				s.first = rec.Index
-			}
-			s.ins = append(s.ins, in)
-		default:
+		if s.typ != batch.SourceExampleBatch && s.typ != batch.SourceExample && s.typ != batch.SourceInstance {
 			return nil, fmt.Errorf("io/dataset: invalid message type %v", s.typ)
 		}
-		if len(s.exs)+len(s.ins) >= o.BatchRows {
-			return s.flush()
+		c.typ = s.typ
+		c.buf = append(c.buf, rec.Payload...) // the reader reuses its buffer
+		c.recs = append(c.recs, chunkRecord{end: len(c.buf), index: rec.Index, offset: rec.Offset, dsk: rec.DataSourceKey})
+		if s.typ == batch.SourceExampleBatch || len(c.recs) >= o.BatchRows {
+			return c, nil
 		}
 	}
-	if len(s.exs)+len(s.ins) > 0 {
-		return s.flush()
+	if len(c.recs) > 0 {
+		return c, nil
 	}
 	return nil, io.EOF
-}
-
-// flush turns the buffered rows into a batch.
-func (s *framedSource) flush() (arrow.RecordBatch, error) {
-	o := &s.r.o
-	var rec arrow.RecordBatch
-	var err error
-	if len(s.exs) > 0 {
-		rec, err = batch.FromExamples(o.Mem, s.exs, o.Batch...)
-	} else {
-		rec, err = batch.FromInstances(o.Mem, s.ins, o.Batch...)
-	}
-	s.exs, s.ins = s.exs[:0], s.ins[:0]
-	if err != nil {
-		return nil, &Error{File: s.name, Record: s.first, Offset: -1, Err: fmt.Errorf("records %d and on: %w", s.first, err)}
-	}
-	return rec, nil
 }
 
 // sniff picks the message type that decodes a payload without unknown fields.
@@ -602,7 +660,15 @@ func readAll(name string) ([]byte, error) {
 // onceSource yields one prepared batch.
 type onceSource struct{ rec arrow.RecordBatch }
 
-func (s *onceSource) next(context.Context) (arrow.RecordBatch, error) {
+func (s *onceSource) nextChunk(context.Context) (*Chunk, error) {
+	rec, err := s.next()
+	if err != nil {
+		return nil, err
+	}
+	return &Chunk{rec: rec}, nil
+}
+
+func (s *onceSource) next() (arrow.RecordBatch, error) {
 	if s.rec == nil {
 		return nil, io.EOF
 	}

@@ -13,18 +13,20 @@ package parse
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/monolith-go/monolith/internal/ordered"
 	kparse "github.com/monolith-go/monolith/kernels/parse"
 	_ "github.com/monolith-go/monolith/transforms/element" // the arrow.RecordBatch coder
 )
 
 func init() {
-	register.DoFn3x1[context.Context, arrow.RecordBatch, func(arrow.RecordBatch), error](&parseFn{})
+	register.DoFn2x1[arrow.RecordBatch, func(arrow.RecordBatch), error](&parseFn{})
 	register.Emitter1[arrow.RecordBatch]()
 }
 
@@ -54,32 +56,57 @@ func (c Config) Spec() (*kparse.Spec, error) {
 	return s, nil
 }
 
-// Parse parses every batch of col (arrow.RecordBatch) and returns the parsed batches.
-// Panics at pipeline construction if cfg is invalid.
-func Parse(s beam.Scope, col beam.PCollection, cfg Config) beam.PCollection {
+// Parse parses every batch of col (arrow.RecordBatch) and returns the parsed batches, in
+// input order; a bundle parses on Parallelism goroutines (default GOMAXPROCS). Panics at
+// pipeline construction if cfg is invalid.
+func Parse(s beam.Scope, col beam.PCollection, cfg Config, opts ...Option) beam.PCollection {
 	s = s.Scope("parse.Parse")
 	if _, err := cfg.Spec(); err != nil {
 		panic(err)
 	}
-	return beam.ParDo(s, &parseFn{Config: cfg}, col)
+	fn := &parseFn{Config: cfg}
+	for _, o := range opts {
+		o(fn)
+	}
+	return beam.ParDo(s, fn, col)
 }
 
-type parseFn struct {
-	Config Config
+// Option configures Parse.
+type Option func(*parseFn)
 
-	p Parser
+// Parallelism sets the goroutines a bundle parses on (≤ 0: GOMAXPROCS); results keep the
+// input order.
+func Parallelism(n int) Option { return func(f *parseFn) { f.Parallelism = n } }
+
+type parseFn struct {
+	Config      Config
+	Parallelism int
+
+	p    Parser
+	pool *ordered.Pool[*Parser, arrow.RecordBatch, arrow.RecordBatch]
 }
 
 func (f *parseFn) Setup() error { return f.p.Init(f.Config) }
 
-func (f *parseFn) ProcessElement(_ context.Context, rec arrow.RecordBatch, emit func(arrow.RecordBatch)) error {
-	out, err := f.p.Parse(rec)
-	if err != nil {
-		return err
+func (f *parseFn) StartBundle(ctx context.Context, _ func(arrow.RecordBatch)) error {
+	n := f.Parallelism
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
 	}
-	emit(out)
-	return nil
+	var err error
+	// The Parser is safe for concurrent use: every worker shares it.
+	f.pool, err = ordered.New(ctx, n, 0, func() (*Parser, error) { return &f.p, nil },
+		func(_ context.Context, p *Parser, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+			return p.Parse(rec)
+		})
+	return err
 }
+
+func (f *parseFn) ProcessElement(rec arrow.RecordBatch, emit func(arrow.RecordBatch)) error {
+	return f.pool.Submit(rec, emit)
+}
+
+func (f *parseFn) FinishBundle(emit func(arrow.RecordBatch)) error { return f.pool.Flush(emit) }
 
 // Parser parses batches one after another: the body of the Parse DoFn, exported so that
 // plain-Go callers (the pipeline benchmark's loop) run exactly the same code. It is safe

@@ -17,11 +17,13 @@ package shard
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/monolith-go/monolith/internal/ordered"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	kshard "github.com/monolith-go/monolith/kernels/shard"
 	"github.com/monolith-go/monolith/transforms/config"
@@ -29,36 +31,73 @@ import (
 )
 
 func init() {
-	register.DoFn3x1[context.Context, arrow.RecordBatch, func(*element.Sharded), error](&shardFn{})
+	register.DoFn2x1[arrow.RecordBatch, func(*element.Sharded), error](&shardFn{})
 	register.Emitter1[*element.Sharded]()
 }
 
+// Option configures Shard.
+type Option func(*shardFn)
+
+// Parallelism sets the goroutines a bundle shards on (≤ 0: GOMAXPROCS).
+func Parallelism(n int) Option { return func(f *shardFn) { f.Parallelism = n } }
+
 // Shard shards every batch of col (arrow.RecordBatch) and returns a PCollection of
-// *element.Sharded. Panics at pipeline construction if k is invalid.
-func Shard(s beam.Scope, col beam.PCollection, k config.Kernels) beam.PCollection {
+// *element.Sharded, in input order. A bundle shards on Parallelism goroutines (default
+// GOMAXPROCS), each with its own sharder. Panics at pipeline construction if k is invalid.
+func Shard(s beam.Scope, col beam.PCollection, k config.Kernels, opts ...Option) beam.PCollection {
 	s = s.Scope("shard.Shard")
 	if _, err := k.Build(); err != nil {
 		panic(fmt.Errorf("shard.Shard: %w", err))
 	}
-	return beam.ParDo(s, &shardFn{Kernels: k}, col)
+	fn := &shardFn{Kernels: k}
+	for _, o := range opts {
+		o(fn)
+	}
+	return beam.ParDo(s, fn, col)
 }
 
 type shardFn struct {
-	Kernels config.Kernels
+	Kernels     config.Kernels
+	Parallelism int
 
-	b Batcher
+	batchers []*Batcher
+	pool     *ordered.Pool[*Batcher, arrow.RecordBatch, *element.Sharded]
 }
 
-func (f *shardFn) Setup() error { return f.b.Init(f.Kernels) }
-
-func (f *shardFn) ProcessElement(_ context.Context, rec arrow.RecordBatch, emit func(*element.Sharded)) error {
-	r, err := f.b.Shard(rec)
-	if err != nil {
-		return err
+func (f *shardFn) Setup() error {
+	n := f.Parallelism
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
 	}
-	emit(&element.Sharded{Batch: rec, Shard: r.Clone()})
+	f.batchers = make([]*Batcher, n)
+	for i := range f.batchers {
+		f.batchers[i] = &Batcher{}
+		if err := f.batchers[i].Init(f.Kernels); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+func (f *shardFn) StartBundle(ctx context.Context, _ func(*element.Sharded)) error {
+	i := 0
+	var err error
+	f.pool, err = ordered.New(ctx, len(f.batchers), 0, func() (*Batcher, error) { b := f.batchers[i]; i++; return b, nil },
+		func(_ context.Context, b *Batcher, rec arrow.RecordBatch) (*element.Sharded, error) {
+			r, err := b.Shard(rec)
+			if err != nil {
+				return nil, err
+			}
+			return &element.Sharded{Batch: rec, Shard: r.Clone()}, nil
+		})
+	return err
+}
+
+func (f *shardFn) ProcessElement(rec arrow.RecordBatch, emit func(*element.Sharded)) error {
+	return f.pool.Submit(rec, emit)
+}
+
+func (f *shardFn) FinishBundle(emit func(*element.Sharded)) error { return f.pool.Flush(emit) }
 
 // Batcher shards batches one after another with reused buffers: the body of the Shard
 // DoFn, exported so that plain-Go callers (the pipeline benchmark's loop, the validation
