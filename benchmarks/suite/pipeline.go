@@ -84,11 +84,14 @@ func (r *run) pipeline(ctx context.Context) error {
 				pv = append(pv, rps(byRep[key{stagePipeline, s}][rep]))
 				lv = append(lv, rps(byRep[key{ref.Name, s}][rep]))
 			}
-			f := Figure{Issue: 4, Section: SectionPipeline, Name: fmt.Sprintf("pipeline vs %s, %d× (%d rows)", ref.Name, s, byRep[key{stagePipeline, s}][0].Rows),
+			f := Figure{Issue: 18, Section: SectionPipeline, Name: fmt.Sprintf("pipeline vs %s, %d× (%d rows)", ref.Name, s, byRep[key{stagePipeline, s}][0].Rows),
 				Unit: "rows/s", Values: pv, Baseline: ref.Name + " rows/s", Base: lv, RatioOf: "pipeline ÷ " + ref.Name, Ratios: ratios(pv, lv)}
-			if ref.Name == stageLoop {
-				f.Target = &Target{On: OnRatio, Op: ">=", Bound: 0.7, Text: "≥ 0.7× the plain loop"}
-			} else {
+			switch {
+			case ref.Name == stageLoop && (r.opts.Suite != Quick || s >= 4):
+				f.Target = &Target{On: OnRatio, Op: ">=", Bound: 0.9, Text: "≥ 0.9× the plain loop on as many goroutines"}
+			case ref.Name == stageLoop:
+				f.Note = "no target: the quick suite's inputs below 4× are small enough that prism's start-up shows"
+			default:
 				f.Note = "the parallelism prism gives the pipeline (one bundle per stage)"
 			}
 			r.add(f)

@@ -14,6 +14,7 @@ var sectionTitles = map[string]string{
 	SectionDecode:   "Issue 2 — decode: file bytes → Arrow batches",
 	SectionKernels:  "Issue 3 — kernels: sharding_sparse_fids and fused_embedding_to_layout v5",
 	SectionPipeline: "Issue 4 — Beam pipeline vs plain loop (read → parse → shard → layout)",
+	SectionTrain:    "Issue 18 — training: Beam pipeline vs plain loop",
 	SectionPS:       "Issue 5 — parameter server",
 	SectionPeer:     "Issue 7 — layout against a NumPy peer",
 	SectionScaling:  "Issue 7 — scaling with input size",

@@ -44,13 +44,14 @@ const (
 	SectionDecode   = "decode"
 	SectionKernels  = "kernels"
 	SectionPipeline = "pipeline"
+	SectionTrain    = "train"
 	SectionPS       = "ps"
 	SectionPeer     = "peer"
 	SectionScaling  = "scaling"
 )
 
 // Sections lists every section in the order they run and are reported.
-var Sections = []string{SectionDecode, SectionKernels, SectionPipeline, SectionPS, SectionPeer, SectionScaling}
+var Sections = []string{SectionDecode, SectionKernels, SectionPipeline, SectionTrain, SectionPS, SectionPeer, SectionScaling}
 
 // size is what differs between the suites.
 type size struct {
@@ -65,7 +66,11 @@ type size struct {
 	pipe        pipeline.Shape
 	pipeStartup bool
 	scales      []int // input multiples of the scaling runs
-	kernelRows  int   // batch rows of the batch-size sweep at 1×
+	// the training section: rows and files at 1×, and its input multiples
+	trainRows   int64
+	trainFiles  int
+	trainScales []int
+	kernelRows  int // batch rows of the batch-size sweep at 1×
 	// the input-size scaling of the kernels: streams of streamBatches×scale batches of
 	// streamRows rows, cycling through streamDistinct distinct batches
 	streamRows, streamBatches, streamDistinct int
@@ -90,12 +95,14 @@ func sizeOf(suite string) (size, error) {
 		s.streamRows, s.streamBatches, s.streamDistinct = 256, 4, 4
 		s.streamRows, s.streamBatches, s.streamDistinct = 256, 4, 4
 		s.pipe.BaseRows, s.pipe.BaseFiles = 4096, 2
+		s.trainRows, s.trainFiles, s.trainScales = 32768, 2, []int{1, 4}
 	case Full:
 		s.budget = 300 * time.Millisecond
 		s.decodeRecs = 8
 		s.peerCases = []string{"s61", "large"}
 		s.psN, s.psApplyN, s.psGRPCN = 10_000_000, 1_000_000, 1_000_000
 		s.pipe.BaseRows, s.pipe.BaseFiles = 65536, 4
+		s.trainRows, s.trainFiles, s.trainScales = 131072, 2, []int{1, 4}
 		s.pipeStartup = true
 		s.quietWait = 30 * time.Second
 		s.streamRows, s.streamBatches, s.streamDistinct = 1024, 8, 8
@@ -108,6 +115,7 @@ func sizeOf(suite string) (size, error) {
 		s.peerCases = []string{"s61"}
 		s.psN, s.psApplyN, s.psGRPCN = 20_000, 5_000, 5_000
 		s.pipe.BaseRows, s.pipe.BaseFiles = 512, 1
+		s.trainRows, s.trainFiles, s.trainScales = 2048, 1, []int{1}
 		s.scales = []int{1, 2}
 		s.kernelRows = 16
 		s.streamRows, s.streamBatches, s.streamDistinct = 16, 2, 2
@@ -302,6 +310,8 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 			err = r.kernels(ctx)
 		case SectionPipeline:
 			err = r.pipeline(ctx)
+		case SectionTrain:
+			err = r.train(ctx)
 		case SectionPS:
 			err = r.ps(ctx)
 		case SectionPeer:

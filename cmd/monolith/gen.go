@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
-	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/io/synth"
@@ -248,10 +247,9 @@ func runPlanted(ctx context.Context, c synth.Config, dim int, pf *plantedFlags, 
 	if pf.evalRows < 2 || pf.evalRows > maxEvalRows {
 		return fmt.Errorf("%w: --eval-rows %d must be in [2, %d]", errUsage, pf.evalRows, maxEvalRows)
 	}
-	train, eval := c, c
-	train.Seed = mix.SplitMix(c.Seed, 1)
-	eval.Seed, eval.Rows, eval.Files = mix.SplitMix(c.Seed, 2), pf.evalRows, pf.evalFiles
-	if err := eval.Validate(); err != nil {
+	evalCfg := c
+	evalCfg.Rows, evalCfg.Files = pf.evalRows, pf.evalFiles
+	if err := evalCfg.Validate(); err != nil {
 		return fmt.Errorf("%w: eval set: %v", errUsage, err)
 	}
 	fc, err := synth.PlantedFeatureConfigs(c, dim)
@@ -275,21 +273,11 @@ func runPlanted(ctx context.Context, c synth.Config, dim int, pf *plantedFlags, 
 	fcText := formatFeatureConfigs(fc, fmt.Sprintf("FeatureConfigs of `monolith gen --planted %s` data: %d features, dim %d (seed %d).",
 		kind, c.Features, dim, c.Seed))
 
-	trainM := *m
-	train.Labeler = &trainM
-	trainRes, err := synth.Generate(ctx, train, filepath.Join(out, "train"))
+	set, err := synth.GeneratePlanted(ctx, c, m, pf.evalRows, pf.evalFiles, out)
 	if err != nil {
-		return fmt.Errorf("train set: %w", err)
+		return err
 	}
-	evalM := *m
-	evalM.Probs = make([]float32, eval.Rows)
-	evalM.LinearLogits = make([]float32, eval.Rows)
-	evalM.Labels = make([]float32, eval.Rows)
-	eval.Labeler = &evalM
-	evalRes, err := synth.Generate(ctx, eval, filepath.Join(out, "eval"))
-	if err != nil {
-		return fmt.Errorf("eval set: %w", err)
-	}
+	train, eval, trainRes, evalRes := set.TrainConfig, set.EvalConfig, set.Train, set.Eval
 
 	info := plantedInfo{Model: kind.String(), Seed: c.Seed, Dim: dim, Bias: m.Bias, WeightScale: m.WeightScale, VectorScale: m.VectorScale,
 		Features: c.Features, FidsMin: c.FidsMin, FidsMax: c.FidsMax, FidVersion: c.FidVersion, Vocab: c.Vocab, Zipf: c.Zipf,
@@ -298,20 +286,20 @@ func runPlanted(ctx context.Context, c synth.Config, dim int, pf *plantedFlags, 
 		info.VectorScale = 0 // unused
 	}
 	var pos, sumP float64
-	for i, y := range evalM.Labels {
+	for i, y := range set.EvalLabels {
 		if y > 0 {
 			pos++
 		}
-		sumP += float64(evalM.Probs[i])
+		sumP += float64(set.EvalProbs[i])
 	}
 	info.PositiveRateEval, info.MeanProbEval = pos/float64(eval.Rows), sumP/float64(eval.Rows)
-	if info.BayesAUC, err = metrics.AUC(evalM.Probs, evalM.Labels); err != nil {
+	if info.BayesAUC, err = metrics.AUC(set.EvalProbs, set.EvalLabels); err != nil {
 		return fmt.Errorf("eval set bayes_auc: %w", err)
 	}
-	if info.BayesLogLoss, err = metrics.LogLoss(evalM.Probs, evalM.Labels); err != nil {
+	if info.BayesLogLoss, err = metrics.LogLoss(set.EvalProbs, set.EvalLabels); err != nil {
 		return fmt.Errorf("eval set bayes_logloss: %w", err)
 	}
-	if info.LROnlyAUC, err = metrics.AUC(evalM.LinearLogits, evalM.Labels); err != nil {
+	if info.LROnlyAUC, err = metrics.AUC(set.EvalLinear, set.EvalLabels); err != nil {
 		return fmt.Errorf("eval set lr_only_auc: %w", err)
 	}
 	js, err := json.MarshalIndent(info, "", "  ")

@@ -1,12 +1,15 @@
 package synth
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
@@ -333,4 +336,48 @@ func PlantedFeatureConfigs(c Config, dim int) (*examplepb.FeatureConfigs, error)
 	fc.OutConfigs["bias"] = bias
 	fc.OutConfigs["vec"] = vec
 	return fc, nil
+}
+
+// PlantedSet is a planted data set as GeneratePlanted writes it.
+type PlantedSet struct {
+	Train, Eval Result
+	// TrainConfig and EvalConfig are the data configs of the two parts (their seeds:
+	// splitmix64 outputs 1 and 2 of the model's seed).
+	TrainConfig, EvalConfig Config
+	// EvalProbs, EvalLinear and EvalLabels are, per eval row, the true probability, the
+	// logit of the model's linear part and the drawn label.
+	EvalProbs, EvalLinear, EvalLabels []float32
+}
+
+// GeneratePlanted writes a planted data set into dir: train/ (c's rows and files, data
+// seed splitmix64(c.Seed, 1)) and eval/ (evalRows rows in evalFiles files, data seed
+// splitmix64(c.Seed, 2)), both labelled by m. monolith gen --planted and the benchmark
+// suite's training section write their data with it.
+func GeneratePlanted(ctx context.Context, c Config, m *Planted, evalRows int64, evalFiles int, dir string) (PlantedSet, error) {
+	train, eval := c, c
+	train.Seed = mix.SplitMix(c.Seed, 1)
+	eval.Seed, eval.Rows, eval.Files = mix.SplitMix(c.Seed, 2), evalRows, evalFiles
+	if err := eval.Validate(); err != nil {
+		return PlantedSet{}, fmt.Errorf("eval set: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return PlantedSet{}, err
+	}
+	trainM := *m
+	train.Labeler = &trainM
+	trainRes, err := Generate(ctx, train, filepath.Join(dir, "train"))
+	if err != nil {
+		return PlantedSet{}, fmt.Errorf("train set: %w", err)
+	}
+	evalM := *m
+	evalM.Probs = make([]float32, eval.Rows)
+	evalM.LinearLogits = make([]float32, eval.Rows)
+	evalM.Labels = make([]float32, eval.Rows)
+	eval.Labeler = &evalM
+	evalRes, err := Generate(ctx, eval, filepath.Join(dir, "eval"))
+	if err != nil {
+		return PlantedSet{}, fmt.Errorf("eval set: %w", err)
+	}
+	return PlantedSet{Train: trainRes, Eval: evalRes, TrainConfig: train, EvalConfig: eval,
+		EvalProbs: evalM.Probs, EvalLinear: evalM.LinearLogits, EvalLabels: evalM.Labels}, nil
 }

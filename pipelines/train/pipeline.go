@@ -35,7 +35,7 @@ func TrainPipeline(j Job, epoch int, files []string) *beam.Pipeline {
 	laid := layout.Layout(s, looked, j.Kernels, layout.FromTrain{}, layout.Parallelism(1))
 	fb := model.ForwardBackward(s, laid, j.ModelSpec(), j.Kernels, model.Parallelism(1))
 	grads := layout.LayoutGrad(s, fb, j.Kernels, layout.Attach(), layout.Parallelism(1))
-	Apply(s, aggregate.AggregateGrads(s, grads), j)
+	Discard(s, Apply(s, aggregate.AggregateGrads(s, grads), j))
 	return p
 }
 

@@ -25,8 +25,10 @@ import (
 
 func init() {
 	register.DoFn3x1[context.Context, *element.Sharded, func(*element.Sharded), error](&lookupFn{})
-	register.DoFn2x1[context.Context, *element.Sharded, error](&applyFn{})
+	register.DoFn3x1[context.Context, *element.Sharded, func(Stats), error](&applyFn{})
 	register.Emitter1[*element.Sharded]()
+	register.Emitter1[Stats]()
+	register.Function1x0(discardStats)
 }
 
 // Beam counters of the Apply step (namespace CounterNS): the driver reads a training
@@ -318,14 +320,26 @@ var errStopped = errors.New("pipelines/train: stopped by the training barrier")
 // a worker of the training barrier from its start to its end: at a step boundary it pauses
 // while the controller holds the barrier. Once the global step passes j.MaxSteps, or the
 // barrier says stop, the rest of the bundle is skipped. The applied steps, examples and
-// loss are Beam counters (CounterNS), read by the driver. Runs on 2×j.Parallelism
-// goroutines per bundle.
-func Apply(s beam.Scope, col beam.PCollection, j Job) {
+// loss are Beam counters (CounterNS), read by the driver; each bundle also emits its
+// Stats, the step's output. Runs on 2×j.Parallelism goroutines per bundle.
+func Apply(s beam.Scope, col beam.PCollection, j Job) beam.PCollection {
 	s = s.Scope("train.Apply")
 	if _, err := j.lookupTables(); err != nil {
 		panic(fmt.Errorf("train.Apply: %w", err))
 	}
-	beam.ParDo0(s, &applyFn{Job: j}, col)
+	return beam.ParDo(s, &applyFn{Job: j}, col)
+}
+
+// discardStats consumes Apply's output. A fused stage needs an output that a later stage
+// reads: prism (v2.77.0) busy-waits on a bundle whose stage has none (its progress loop
+// selects on the already-closed data channel), which cost the training pipeline a core.
+func discardStats(Stats) {}
+
+// Discard consumes the bundles' Stats of Apply (reshuffled, so that Apply's stage has an
+// output another stage reads).
+func Discard(s beam.Scope, stats beam.PCollection) {
+	s = s.Scope("train.Discard")
+	beam.ParDo0(s, discardStats, beam.Reshuffle(s, stats))
 }
 
 type applyFn struct {
@@ -337,6 +351,7 @@ type applyFn struct {
 	gate    *controller.Gate
 	stopped atomic.Bool
 	pool    *ordered.Pool[*ApplyStep, *element.Sharded, Stats]
+	bundle  Stats // the bundle's counts so far
 }
 
 func (f *applyFn) Setup(ctx context.Context) error {
@@ -351,7 +366,7 @@ func (f *applyFn) Setup(ctx context.Context) error {
 	return err
 }
 
-func (f *applyFn) StartBundle(ctx context.Context) error {
+func (f *applyFn) StartBundle(ctx context.Context, _ func(Stats)) error {
 	g, err := controller.JoinGate(ctx, f.ps.c.TrainingBarrier())
 	if err != nil {
 		return fmt.Errorf("train.Apply: %w", err)
@@ -388,12 +403,16 @@ func (f *applyFn) count(ctx context.Context, st Stats) {
 	beam.NewCounter(CounterNS, CounterLossNanos).Inc(ctx, int64(math.Round(st.LossSum*1e9)))
 }
 
-func (f *applyFn) ProcessElement(ctx context.Context, in *element.Sharded) error {
-	return f.pool.Submit(in, func(st Stats) { f.count(ctx, st) })
+func (f *applyFn) ProcessElement(ctx context.Context, in *element.Sharded, _ func(Stats)) error {
+	return f.pool.Submit(in, func(st Stats) { f.count(ctx, st); f.bundle.Add(st) })
 }
 
-func (f *applyFn) FinishBundle(ctx context.Context) error {
-	err := f.pool.Flush(func(st Stats) { f.count(ctx, st) })
+func (f *applyFn) FinishBundle(ctx context.Context, emit func(Stats)) error {
+	err := f.pool.Flush(func(st Stats) { f.count(ctx, st); f.bundle.Add(st) })
+	if err == nil {
+		emit(f.bundle)
+	}
+	f.bundle = Stats{}
 	if f.gate != nil {
 		if lerr := leaveGate(f.gate); lerr != nil {
 			err = errors.Join(err, lerr)
