@@ -26,7 +26,7 @@
 // calls, and Summarize reports its value after the call's update (in the reference's graph the
 // read and the update are unordered).
 //
-// Writing the summaries (TensorFlow event files), serializing the DeepInsight tensors, the TPU
-// variables themselves and the host-call hook need TensorFlow: internal/tfbound answers for
-// them. Where the reference crashed on a missing tensor these functions return ErrInput.
+// Serializing the DeepInsight tensors, the TPU variables themselves and the host-call hook
+// need TensorFlow and are not ported. Where the reference crashed on a missing tensor these
+// functions return ErrInput.
 package hostcall

@@ -38,7 +38,7 @@ type Options struct {
 	// DiscoveryWait bounds the wait for every shard to register in ZooKeeper (default 30s).
 	DiscoveryWait time.Duration
 	// Loop runs the same workers in a plain loop in this process instead of a Beam
-	// pipeline: the baseline of the throughput benchmark (benchmarks/train).
+	// pipeline: the baseline of the training benchmark (benchmarks/suite, section train).
 	Loop bool
 	// ControllerListen is the controller's address ("" = 127.0.0.1:0). The controller is
 	// served when the job has a model directory (checkpoint.dir).

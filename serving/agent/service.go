@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
-	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/hostutil"
 )
 
@@ -30,18 +29,11 @@ type ReplicaSource interface {
 	GetAllReplicas(serverType, idc, cluster string) map[string][]string
 }
 
-// MirrorSource is what a v2 agent answers from: ZKMirror's cached service nodes.
-type MirrorSource interface {
-	// GetTaskReplicas lists the AVAILABLE replicas of one task of a model.
-	GetTaskReplicas(model, serverType string, task int) []datadef.ReplicaMeta
-	// GetAllReplicas maps "{model}:{server_type}:{task}" to its AVAILABLE replicas.
-	GetAllReplicas(serverType string) map[string][]datadef.ReplicaMeta
-}
-
 // ServiceOptions configure an AgentService server. Exactly the source of Version is used:
-// Replicas for 1, Mirror for 2, Addrs for 3.
+// Replicas for 1, Addrs for 3. Version 2 (the reference's ZKMirror agent) cannot be
+// started, in the reference as here (agent.py raises "not support"), and is not ported.
 type ServiceOptions struct {
-	// Version is the agent version, 1, 2 or 3 (the reference's conf is None counts as 1).
+	// Version is the agent version, 1 or 3 (the reference's conf is None counts as 1).
 	Version int
 	// Replicas answers a v1 agent.
 	Replicas ReplicaSource
@@ -50,12 +42,10 @@ type ServiceOptions struct {
 	// DCAware is the v1 dc_aware setting: HeartBeat keys lose their "idc:cluster/" level and
 	// the replicas of one task in several data centres are merged (S8).
 	DCAware bool
-	// Mirror answers a v2 agent.
-	Mirror MirrorSource
 	// Addrs answers a v3 agent's HeartBeat: "{model}:{sub_graph}" → addresses.
 	Addrs func() map[string][]string
-	// Resource answers GetResource for versions 2 and 3 (version 1 answers an empty
-	// message). Nil answers an empty message too.
+	// Resource answers GetResource for version 3 (version 1 answers an empty message). Nil
+	// answers an empty message too.
 	Resource func(ctx context.Context) (*pb.GetResourceResponse, error)
 	// ReusePort binds with SO_REUSEPORT, as the reference's Python gRPC server does: the
 	// dense MPS agents of one host share the agent port.
@@ -87,16 +77,12 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		if opts.Replicas == nil {
 			return nil, errors.New("serving/agent: a v1 AgentService needs a ReplicaSource")
 		}
-	case 2:
-		if opts.Mirror == nil {
-			return nil, errors.New("serving/agent: a v2 AgentService needs a MirrorSource")
-		}
 	case 3:
 		if opts.Addrs == nil {
 			return nil, errors.New("serving/agent: a v3 AgentService needs an address function")
 		}
 	default:
-		return nil, fmt.Errorf("serving/agent: agent_version %d is not 1, 2 or 3", opts.Version)
+		return nil, fmt.Errorf("serving/agent: agent_version %d is not 1 or 3", opts.Version)
 	}
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1:0"
@@ -156,7 +142,7 @@ func serverTypeName(st pb.ServerType) (string, error) {
 	return strings.ToLower(name), nil
 }
 
-// GetReplicas answers the replicas of one task (v1, v2); a v3 agent has no such view.
+// GetReplicas answers the replicas of one task (v1); a v3 agent has no such view.
 func (s *Service) GetReplicas(_ context.Context, req *pb.GetReplicasRequest) (*pb.GetReplicasResponse, error) {
 	st, err := serverTypeName(req.GetServerType())
 	if err != nil {
@@ -166,10 +152,6 @@ func (s *Service) GetReplicas(_ context.Context, req *pb.GetReplicasRequest) (*p
 	switch s.opts.Version {
 	case 1:
 		addrs = s.opts.Replicas.GetReplicas(st, int(req.GetTask()), s.opts.IDC, s.opts.Cluster)
-	case 2:
-		for _, rm := range s.opts.Mirror.GetTaskReplicas(req.GetModelName(), st, int(req.GetTask())) {
-			addrs = append(addrs, rm.Address.V)
-		}
 	default:
 		return nil, status.Error(codes.Unimplemented, "not implemented: GetReplicas for agent v3 (use HeartBeat)")
 	}
@@ -177,8 +159,8 @@ func (s *Service) GetReplicas(_ context.Context, req *pb.GetReplicasRequest) (*p
 	return &pb.GetReplicasResponse{AddressList: &pb.AddressList{Address: addrs}}, nil
 }
 
-// HeartBeat answers every address the entry server may call (§1.2): per task for v1 and v2,
-// per "{model}:{sub_graph}" for v3.
+// HeartBeat answers every address the entry server may call (§1.2): per task for v1, per
+// "{model}:{sub_graph}" for v3.
 func (s *Service) HeartBeat(_ context.Context, req *pb.HeartBeatRequest) (*pb.HeartBeatResponse, error) {
 	st, err := serverTypeName(req.GetServerType())
 	if err != nil {
@@ -190,14 +172,6 @@ func (s *Service) HeartBeat(_ context.Context, req *pb.HeartBeatRequest) (*pb.He
 		m = s.opts.Replicas.GetAllReplicas(st, s.opts.IDC, s.opts.Cluster)
 		if s.opts.DCAware {
 			m = mergeDCAware(m)
-		}
-	case 2:
-		all := s.opts.Mirror.GetAllReplicas(st)
-		m = make(map[string][]string, len(all))
-		for k, rms := range all {
-			for _, rm := range rms {
-				m[k] = append(m[k], rm.Address.V)
-			}
 		}
 	default:
 		m = s.opts.Addrs()
@@ -237,7 +211,7 @@ func mergeDCAware(m map[string][]string) map[string][]string {
 	return out
 }
 
-// GetResource answers this host's resources (v2, v3) or an empty message (v1).
+// GetResource answers this host's resources (v3) or an empty message (v1).
 func (s *Service) GetResource(ctx context.Context, _ *pb.GetResourceRequest) (*pb.GetResourceResponse, error) {
 	if s.opts.Version == 1 || s.opts.Resource == nil {
 		return &pb.GetResourceResponse{}, nil

@@ -20,7 +20,6 @@ import (
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/replica"
 	"github.com/monolith-go/monolith/serving/zk"
-	"github.com/monolith-go/monolith/serving/zkmirror"
 )
 
 // tableReplicas is a v1 ReplicaSource over fixed data keyed "idc:cluster/st:task".
@@ -58,23 +57,6 @@ func cutLast(s, sep string) (string, string, bool) {
 		}
 	}
 	return "", s, false
-}
-
-// tableMirror is a v2 MirrorSource over fixed data keyed "model:st:task".
-type tableMirror map[string][]datadef.ReplicaMeta
-
-func (m tableMirror) GetAllReplicas(st string) map[string][]datadef.ReplicaMeta {
-	out := map[string][]datadef.ReplicaMeta{}
-	for k, v := range m {
-		if rest, _, _ := cutLast(k, ":"); len(rest) > len(st) && rest[len(rest)-len(st):] == st {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-func (m tableMirror) GetTaskReplicas(model, st string, task int) []datadef.ReplicaMeta {
-	return m[fmt.Sprintf("%s:%s:%d", model, st, task)]
 }
 
 func serve(t *testing.T, o ServiceOptions) pb.AgentServiceClient {
@@ -163,36 +145,6 @@ func TestMergeDCAware(t *testing.T) {
 	}
 }
 
-// TestServiceV2 answers from a ZKMirror view: keys "model:st:task" and GetReplicas by model.
-func TestServiceV2(t *testing.T) {
-	rm := func(a string) datadef.ReplicaMeta {
-		r := datadef.NewReplicaMeta()
-		r.Address = datadef.Some(a)
-		return r
-	}
-	src := tableMirror{"m:ps:0": {rm("h:1"), rm("h:2")}, "m:ps:1": {rm("h:3")}, "m:entry:0": {rm("h:4")}}
-	c := serve(t, ServiceOptions{Version: 2, Mirror: src,
-		Resource: func(context.Context) (*pb.GetResourceResponse, error) {
-			return &pb.GetResourceResponse{Address: "h:9", Memory: 42, Cpu: -1}, nil
-		}})
-	hb, err := c.HeartBeat(callCtx(t), &pb.HeartBeatRequest{ServerType: pb.ServerType_PS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]string{"m:ps:0": {"h:1", "h:2"}, "m:ps:1": {"h:3"}}
-	if got := flatten(hb); !maps.EqualFunc(got, want, slices.Equal) {
-		t.Errorf("HeartBeat = %v, want %v", got, want)
-	}
-	gr, err := c.GetReplicas(callCtx(t), &pb.GetReplicasRequest{ServerType: pb.ServerType_PS, Task: 0, ModelName: "m"})
-	if err != nil || !slices.Equal(gr.GetAddressList().GetAddress(), []string{"h:1", "h:2"}) {
-		t.Errorf("GetReplicas = %v, %v", gr, err)
-	}
-	res, err := c.GetResource(callCtx(t), &pb.GetResourceRequest{})
-	if err != nil || res.GetAddress() != "h:9" || res.GetMemory() != 42 || res.GetCpu() != -1 {
-		t.Errorf("GetResource = %v, %v", res, err)
-	}
-}
-
 // TestServiceV3 answers HeartBeat from the address function whatever the server type, and
 // refuses GetReplicas with UNIMPLEMENTED (the reference raised, seen as UNKNOWN).
 func TestServiceV3(t *testing.T) {
@@ -262,39 +214,5 @@ func TestServiceV1Watcher(t *testing.T) {
 	gr, err := cl.GetReplicas(callCtx(t), &pb.GetReplicasRequest{ServerType: pb.ServerType_PS, Task: 1})
 	if err != nil || !slices.Equal(gr.GetAddressList().GetAddress(), []string{"10.0.1.1:8500", "10.0.1.2:8500"}) {
 		t.Errorf("GetReplicas(PS, 1) = %v, %v", gr, err)
-	}
-}
-
-// TestServiceV2Mirror answers a v2 agent from serving/zkmirror's Mirror on a real
-// ZooKeeper: HeartBeat keys "model:ps:task" and GetReplicas by model and task.
-func TestServiceV2Mirror(t *testing.T) {
-	srv := zktest.Start(t)
-	ctx := context.Background()
-	c, err := zk.Connect(ctx, zk.Options{Servers: srv.Servers(), SessionTimeout: zktest.SessionTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	m := zkmirror.New(c, "gip", zkmirror.Options{})
-	if err := m.Start(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Stop)
-	for i, p := range []string{"/gip/service/m/ps:0/1", "/gip/service/m/ps:0/2", "/gip/service/m/ps:1/1"} {
-		rm := datadef.NewReplicaMeta()
-		rm.Address, rm.Stat = datadef.Some(fmt.Sprintf("h:%d", i)), datadef.ModelStateAvailable
-		if err := c.CreateOrSet(ctx, p, rm.Serialize()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl := serve(t, ServiceOptions{Version: 2, Mirror: m})
-	want := map[string][]string{"m:ps:0": {"h:0", "h:1"}, "m:ps:1": {"h:2"}}
-	eventually(t, func() bool {
-		hb, err := cl.HeartBeat(callCtx(t), &pb.HeartBeatRequest{ServerType: pb.ServerType_PS})
-		return err == nil && maps.EqualFunc(flatten(hb), want, slices.Equal)
-	}, func() string { return "HeartBeat never showed the mirrored replicas" })
-	gr, err := cl.GetReplicas(callCtx(t), &pb.GetReplicasRequest{ServerType: pb.ServerType_PS, Task: 0, ModelName: "m"})
-	if err != nil || !slices.Equal(gr.GetAddressList().GetAddress(), []string{"h:0", "h:1"}) {
-		t.Errorf("GetReplicas = %v, %v", gr, err)
 	}
 }

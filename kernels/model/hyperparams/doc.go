@@ -36,7 +36,7 @@
 // introspection, has no Go counterpart; Flatten (its inverted index) and Update
 // (update_params) are kept. Layer is BaseLayer without its TensorFlow parts: params with a
 // "name", children created from Params (CreateChild, CreateChildren, Child). Its forward
-// pass and the per-graph layer losses need a TensorFlow graph and are in internal/tfbound.
+// pass and the per-graph layer losses need a TensorFlow graph and are not ported.
 // get_uname is not ported: the reference never records a name, so it returns its input.
 //
 // # Model registry
