@@ -1,4 +1,4 @@
-// Package metrics computes evaluation metrics of binary classifiers: exact ROC AUC and log loss.
-// It is a kernel: pure Go over plain float32 slices, no Beam, no Arrow; labels > 0 are positives.
-// Inputs are only read; results are float64, deterministic for a given multiset of (score, label) pairs.
+// Package metrics computes evaluation metrics of binary classifiers: exact ROC AUC, log loss,
+// and tf.metrics.auc's streaming, thresholded AUC (training's "auc" summary, as Monolith's host
+// call). A kernel: pure Go over float32 slices, no Beam, no Arrow; results are float64.
 package metrics

@@ -2,12 +2,15 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
+	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
 )
@@ -27,8 +30,13 @@ type Metrics struct {
 	steps, examples, lossSum           prometheus.Counter
 	loss, examplesPerSec, globalStep   prometheus.Gauge
 	evalAUC, evalLogLoss, evalExamples prometheus.Gauge
+	auc                                prometheus.GaugeFunc
 	PS                                 *client.Metrics
 	reg                                prometheus.Registerer
+
+	mu       sync.Mutex
+	trainAUC *kmetrics.StreamingAUC // Monolith's host-call AUC: every applied row so far
+	aucRows  int64                  // rows in trainAUC
 }
 
 // NewMetrics registers a job's metrics on reg, or takes over those registered before.
@@ -41,6 +49,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m := &Metrics{reg: reg}
 	var err error
+	if m.trainAUC, err = kmetrics.NewStreamingAUC(kmetrics.DefaultThresholds); err != nil {
+		return nil, fmt.Errorf("pipelines/train: %w", err)
+	}
 	for _, c := range []struct {
 		dst  *prometheus.Counter
 		name string
@@ -70,6 +81,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, fmt.Errorf("pipelines/train: register metrics: %w", err)
 		}
 	}
+	// A second job on reg reads its own AUC: the function is registered again over the last.
+	af := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "monolith_train_auc",
+		Help: "Streaming AUC (200 thresholds, as tf.metrics.auc) of every row applied by this process's workers, before its update."}, m.TrainAUC)
+	err = reg.Register(af)
+	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
+		reg.Unregister(are.ExistingCollector)
+		err = reg.Register(af)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipelines/train: register metrics: %w", err)
+	}
+	m.auc = af
 	if m.PS, err = client.NewMetrics(reg); err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
@@ -86,14 +109,36 @@ func (m *Metrics) controllerMetrics(barrier controller.Barrier) (*controller.Met
 	return cm, nil
 }
 
-// observeStep counts one applied step of rows examples with summed log loss loss.
-func (m *Metrics) observeStep(rows int, loss float64) {
+// observeStep counts one applied step of rows examples with summed log loss loss, and
+// adds its rows to the training AUC (rows whose prediction is not a probability, as after
+// a divergence, are left out of it).
+func (m *Metrics) observeStep(rows int, loss float64, labels, preds []float32) {
 	if m == nil {
 		return
 	}
 	m.steps.Inc()
 	m.examples.Add(float64(rows))
 	m.lossSum.Add(loss)
+	if len(preds) > 0 {
+		m.mu.Lock()
+		if m.trainAUC.Update(labels, preds) == nil { // on an error it adds nothing
+			m.aucRows += int64(len(preds))
+		}
+		m.mu.Unlock()
+	}
+}
+
+// TrainAUC is the streaming AUC of every row applied so far (0 before any).
+func (m *Metrics) TrainAUC() float64 {
+	auc, _ := m.trainAUCRows()
+	return auc
+}
+
+// trainAUCRows is TrainAUC and the number of rows it covers.
+func (m *Metrics) trainAUCRows() (float64, int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.trainAUC.Value(), m.aucRows
 }
 
 // totals reads the step counters.

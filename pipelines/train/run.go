@@ -74,6 +74,10 @@ type Summary struct {
 	TrainSeconds   float64 `json:"train_seconds"`
 	ExamplesPerSec float64 `json:"examples_per_sec"`
 	TrainLogLoss   float64 `json:"train_logloss"`
+	// TrainAUC is the streaming AUC (tf.metrics.auc's 200 thresholds) of the training rows
+	// of this process's workers, each scored before its update; absent when they ran
+	// elsewhere.
+	TrainAUC *float64 `json:"train_auc,omitempty"`
 
 	EvalExamples int64    `json:"eval_examples,omitempty"`
 	EvalAUC      *float64 `json:"eval_auc,omitempty"`
@@ -365,6 +369,9 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	sum.Examples, sum.Steps = total.Examples, total.Steps
 	sum.ExamplesPerSec = float64(total.Examples) / sum.TrainSeconds
 	sum.TrainLogLoss = total.LossSum / float64(max(1, total.Examples))
+	if auc, rows := m.trainAUCRows(); rows > 0 {
+		sum.TrainAUC = &auc
+	}
 	if sum.GlobalStep, err = ps.GlobalStep(ctx, 0, ""); err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}

@@ -541,7 +541,7 @@ func (a *ApplyStep) Run(ctx context.Context, in *element.Sharded) error {
 	a.stats.Steps++
 	a.stats.Examples += int64(t.Rows)
 	a.stats.LossSum += t.Loss
-	a.metrics.observeStep(t.Rows, t.Loss)
+	a.metrics.observeStep(t.Rows, t.Loss, t.Labels, t.Preds)
 	return nil
 }
 

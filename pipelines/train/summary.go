@@ -14,6 +14,7 @@ import (
 // Summary tags of the event file (TensorBoard's scalar names).
 const (
 	TagLoss           = "loss"
+	TagAUC            = "auc" // streaming, over every applied row (Monolith's host call)
 	TagExamplesPerSec = "examples_per_sec"
 	TagGlobalStep     = "global_step"
 	TagEvalAUC        = "eval/auc"
@@ -135,7 +136,8 @@ func (s *summaries) train(step int64) {
 	s.m.examplesPerSec.Set(eps)
 	s.m.globalStep.Set(float64(step))
 	s.examples, s.loss, s.last, s.step = examples, loss, now, step
-	s.write(step, now, tfevents.Scalar{Tag: TagLoss, Value: mean}, tfevents.Scalar{Tag: TagExamplesPerSec, Value: eps},
+	s.write(step, now, tfevents.Scalar{Tag: TagLoss, Value: mean}, tfevents.Scalar{Tag: TagAUC, Value: s.m.TrainAUC()},
+		tfevents.Scalar{Tag: TagExamplesPerSec, Value: eps},
 		tfevents.Scalar{Tag: TagGlobalStep, Value: float64(step)})
 	if s.log != nil && now.Sub(s.logged) >= s.logEvery {
 		s.logged = now

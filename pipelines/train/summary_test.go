@@ -62,8 +62,16 @@ func TestSummariesAndMetrics(t *testing.T) {
 	if last := loss[len(loss)-1]; last.Step != sum.GlobalStep {
 		t.Errorf("last loss summary at step %d, want the final global step %d", last.Step, sum.GlobalStep)
 	}
-	if n, m := len(byTag[TagExamplesPerSec]), len(byTag[TagGlobalStep]); n != len(loss) || m != len(loss) {
-		t.Errorf("%d examples/s and %d global step summaries for %d loss summaries", n, m, len(loss))
+	if n, m, a := len(byTag[TagExamplesPerSec]), len(byTag[TagGlobalStep]), len(byTag[TagAUC]); n != len(loss) || m != len(loss) || a != len(loss) {
+		t.Errorf("%d examples/s, %d global step and %d auc summaries for %d loss summaries", n, m, a, len(loss))
+	}
+	// The streaming training AUC learns the planted signal as the eval AUC does, and its
+	// last summary is the run's.
+	if sum.TrainAUC == nil || *sum.TrainAUC < 0.6 || *sum.TrainAUC > 1 {
+		t.Fatalf("train AUC %v, want a learned value in (0.6, 1]", sum.TrainAUC)
+	}
+	if a := byTag[TagAUC]; float32(a[len(a)-1].Value) != float32(*sum.TrainAUC) {
+		t.Errorf("last auc summary %v, want the run's %v", a[len(a)-1].Value, *sum.TrainAUC)
 	}
 	for _, p := range byTag[TagGlobalStep] {
 		if int64(p.Value) != p.Step {
@@ -97,6 +105,7 @@ func TestSummariesAndMetrics(t *testing.T) {
 		{"monolith_train_examples_total", nil, float64(sum.Examples)},
 		{"monolith_train_global_step", nil, float64(sum.GlobalStep)},
 		{"monolith_train_eval_auc", nil, *sum.EvalAUC},
+		{"monolith_train_auc", nil, *sum.TrainAUC},
 		{"monolith_train_eval_examples", nil, float64(sum.EvalExamples)},
 		// Every step: one creating lookup per table (2) and dense parameter (2), then an
 		// apply of each; the eval workers' lookups come on top.

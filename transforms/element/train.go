@@ -19,10 +19,13 @@ import (
 //	Grads      after LayoutGrad (attached): the embedding gradients of every list, one row
 //	           per fid of the list; after AggregateGrads: one summed row per distinct fid
 //	Rows, Loss after ForwardBackward: the rows and the summed log loss of the batch
+//	Preds, Labels after ForwardBackward: every row's probability before the update and
+//	           its label (for the training AUC)
 //
-// Encoding: "MTS1", uvarint-prefixed ID, Emb and Params and ParamGrads as a uvarint count
-// of float lists (each a uvarint length and little-endian floats), a uvarint count of
-// Grads (each uvarint-prefixed EncodeTableGrads), uvarint Rows, Loss as float64 bits.
+// Encoding: "MTS2", uvarint-prefixed ID, Emb, Params, ParamGrads and the scores (none, or
+// the two lists Preds and Labels) as a uvarint count of float lists (each a uvarint length
+// and little-endian floats), a uvarint count of Grads (each uvarint-prefixed
+// EncodeTableGrads), uvarint Rows, Loss as float64 bits.
 type TrainState struct {
 	ID         string
 	Emb        [][]float32
@@ -31,21 +34,35 @@ type TrainState struct {
 	Grads      []TableGrads
 	Rows       int
 	Loss       float64
+	Preds      []float32
+	Labels     []float32
+}
+
+// magicTrainState starts an encoded TrainState.
+const magicTrainState = "MTS2"
+
+// scores is the fourth list group of the encoding.
+func (t *TrainState) scores() [][]float32 {
+	if t.Preds == nil && t.Labels == nil {
+		return nil
+	}
+	return [][]float32{t.Preds, t.Labels}
 }
 
 // EncodeTrainState encodes t.
 func EncodeTrainState(t *TrainState) ([]byte, error) {
 	n := 32 + len(t.ID)
-	for _, ls := range [][][]float32{t.Emb, t.Params, t.ParamGrads} {
+	groups := [][][]float32{t.Emb, t.Params, t.ParamGrads, t.scores()}
+	for _, ls := range groups {
 		for _, l := range ls {
 			n += 5 + 4*len(l)
 		}
 	}
 	out := make([]byte, 0, n)
-	out = append(out, "MTS1"...)
+	out = append(out, magicTrainState...)
 	out = binary.AppendUvarint(out, uint64(len(t.ID)))
 	out = append(out, t.ID...)
-	for _, ls := range [][][]float32{t.Emb, t.Params, t.ParamGrads} {
+	for _, ls := range groups {
 		out = binary.AppendUvarint(out, uint64(len(ls)))
 		for _, l := range ls {
 			out = binary.AppendUvarint(out, uint64(len(l)))
@@ -71,7 +88,7 @@ func EncodeTrainState(t *TrainState) ([]byte, error) {
 // DecodeTrainState decodes an encoded TrainState. Every length is checked against the
 // input before anything is allocated.
 func DecodeTrainState(b []byte) (*TrainState, error) {
-	if len(b) < 4 || string(b[:4]) != "MTS1" {
+	if len(b) < 4 || string(b[:4]) != magicTrainState {
 		return nil, fmt.Errorf("%w: TrainState: bad magic", ErrCorrupt)
 	}
 	d := decoder{b: b, off: 4, what: "TrainState"}
@@ -79,7 +96,8 @@ func DecodeTrainState(b []byte) (*TrainState, error) {
 	if n := d.count(1); d.err == nil {
 		t.ID = string(d.bytes(n))
 	}
-	for _, dst := range []*[][]float32{&t.Emb, &t.Params, &t.ParamGrads} {
+	var scores [][]float32
+	for _, dst := range []*[][]float32{&t.Emb, &t.Params, &t.ParamGrads, &scores} {
 		lists := d.count(1) // each list takes at least its length byte
 		if d.err != nil || lists == 0 {
 			continue
@@ -96,6 +114,13 @@ func DecodeTrainState(b []byte) (*TrainState, error) {
 			}
 			(*dst)[i] = l
 		}
+	}
+	switch {
+	case d.err != nil:
+	case len(scores) == 2:
+		t.Preds, t.Labels = scores[0], scores[1]
+	case len(scores) != 0:
+		d.err = fmt.Errorf("%w: TrainState: %d score lists, want 0 or 2", ErrCorrupt, len(scores))
 	}
 	if grads := d.count(1); d.err == nil && grads > 0 {
 		t.Grads = make([]TableGrads, grads)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/monolith-go/monolith/transforms/element"
@@ -23,6 +25,7 @@ func TestTrainStateRoundTrip(t *testing.T) {
 				{Table: "u", Fids: []uint64{1, 2}, Offsets: []int32{0, 1, 2}, Grads: []float32{3, 4}, Counts: []int32{2, 1}},
 			},
 			Rows: 2, Loss: math.Inf(1),
+			Preds: []float32{0.25, 0.75}, Labels: []float32{0, 1},
 		},
 	} {
 		b, err := element.EncodeTrainState(ts)
@@ -37,7 +40,8 @@ func TestTrainStateRoundTrip(t *testing.T) {
 		if err != nil || !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs (%v)", err)
 		}
-		if got.ID != ts.ID || got.Rows != ts.Rows || math.Float64bits(got.Loss) != math.Float64bits(ts.Loss) || len(got.Emb) != len(ts.Emb) || len(got.Grads) != len(ts.Grads) {
+		if got.ID != ts.ID || got.Rows != ts.Rows || math.Float64bits(got.Loss) != math.Float64bits(ts.Loss) || len(got.Emb) != len(ts.Emb) || len(got.Grads) != len(ts.Grads) ||
+			!slices.Equal(got.Preds, ts.Preds) || !slices.Equal(got.Labels, ts.Labels) {
 			t.Fatalf("decoded %+v, want %+v", got, ts)
 		}
 		// As part of a Sharded element.
@@ -64,6 +68,12 @@ func TestTrainStateRoundTrip(t *testing.T) {
 	}
 	if _, err := element.DecodeTrainState(append(full, 0)); !errors.Is(err, element.ErrCorrupt) {
 		t.Fatal("a trailing byte was accepted")
+	}
+	// One score list (Preds without Labels) is corrupt: a valid encoding has 0 or 2.
+	one, _ := element.EncodeTrainState(&element.TrainState{ID: "a", Emb: [][]float32{{1}}})
+	one = bytes.Replace(one, []byte{1, 1, 0, 0, 0x80, 0x3f, 0, 0, 0}, []byte{1, 1, 0, 0, 0x80, 0x3f, 0, 0, 1, 0}, 1)
+	if _, err := element.DecodeTrainState(one); err == nil || !strings.Contains(err.Error(), "1 score lists") {
+		t.Fatalf("one score list: %v", err)
 	}
 }
 

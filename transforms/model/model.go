@@ -225,8 +225,8 @@ func (st *Step) forward(in *element.Sharded, what string) (rows int, outs []elem
 }
 
 // Train runs the forward and backward pass of one element and returns the element with
-// the output gradients as its Tensors and the training state's ParamGrads, Rows and Loss
-// set (a new element; in is not modified).
+// the output gradients as its Tensors and the training state's ParamGrads, Rows, Loss,
+// Preds and Labels set (a new element; in is not modified).
 func (st *Step) Train(in *element.Sharded) (*element.Sharded, error) {
 	rows, outs, err := st.forward(in, "ForwardBackward")
 	if err != nil {
@@ -261,6 +261,10 @@ func (st *Step) Train(in *element.Sharded) (*element.Sharded, error) {
 	}
 	t := *in.Train
 	t.ParamGrads, t.Rows, t.Loss = pgrads, rows, loss
+	t.Preds, t.Labels = make([]float32, rows), append([]float32(nil), labels[:rows]...)
+	for r := range rows {
+		t.Preds[r] = kmodel.Sigmoid(st.logit[r])
+	}
 	return &element.Sharded{Batch: in.Batch, Shard: in.Shard, Tensors: grads, Train: &t}, nil
 }
 

@@ -1,4 +1,4 @@
-package hostcall
+package metrics
 
 import (
 	"fmt"
@@ -89,16 +89,4 @@ func (a *StreamingAUC) Value() float64 {
 		auc += (x0 - x1) * (y0 + y1) / 2
 	}
 	return auc
-}
-
-// BucketedAUC is the area of one batch with the default thresholds.
-func BucketedAUC(labels, preds []float32) (float64, error) {
-	a, err := NewStreamingAUC(DefaultThresholds)
-	if err != nil {
-		return 0, err
-	}
-	if err := a.Update(labels, preds); err != nil {
-		return 0, err
-	}
-	return a.Value(), nil
 }
