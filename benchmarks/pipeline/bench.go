@@ -14,8 +14,6 @@ type Kind struct {
 	Name    string // column label
 	Mode    string // ModeLoop or ModePipeline
 	Workers int    // loop goroutines
-	Sink    string // pipeline sink (SinkTotals or SinkNoOutput)
-	Branch  int    // pipeline branches (Job.Branches)
 }
 
 // Plan is a whole benchmark run.
@@ -58,7 +56,6 @@ func Bench(ctx context.Context, d, tiny *Data, p Plan, tmp string, log *slog.Log
 				} else {
 					job = d.Job(k.Mode, s, k.Workers)
 				}
-				job.Sink, job.Branches = k.Sink, k.Branch
 				if p.CPUProfile != "" {
 					job.CPUProfile = fmt.Sprintf("%s/%s-x%d-rep%d.pprof", p.CPUProfile, k.Name, s, rep)
 				}
