@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
+	"github.com/monolith-go/monolith/internal/zk"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/agent"
 	"github.com/monolith-go/monolith/serving/config"
@@ -22,7 +23,6 @@ import (
 	"github.com/monolith-go/monolith/serving/hostutil"
 	"github.com/monolith-go/monolith/serving/modelmgr"
 	"github.com/monolith-go/monolith/serving/replica"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 // envMPSChild marks an agent started by an MPS parent (dense_service_num processes).

@@ -15,11 +15,11 @@ import (
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/syncbuf"
+	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/serving/agent"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/savedmodel"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 func zkClient(t *testing.T, servers []string) *zk.Client {
@@ -140,37 +140,6 @@ func TestAgentController(t *testing.T) {
 	}
 	if _, err := ctl("--cmd", "nope"); err == nil {
 		t.Error("an unknown --cmd was accepted")
-	}
-}
-
-func TestFnmatchRegexp(t *testing.T) {
-	for _, tc := range []struct {
-		glob string
-		yes  []string
-		no   []string
-	}{
-		{"ps_*", []string{"ps_0", "ps_12", "ps_"}, []string{"entry", "xps_0"}},
-		{"ps_?", []string{"ps_1"}, []string{"ps_12"}},
-		{"ps_[!0-2]", []string{"ps_3"}, []string{"ps_0", "ps_2"}},
-		{"ps_[0-1]", []string{"ps_0", "ps_1"}, []string{"ps_2"}},
-		{"a.b[", []string{"a.b["}, []string{"axb["}},
-		{"*", []string{"", "anything"}, nil},
-		{"[^x]", []string{"^", "x"}, []string{"y"}},
-	} {
-		re, err := fnmatchRegexp(tc.glob)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.glob, err)
-		}
-		for _, s := range tc.yes {
-			if !re.MatchString(s) {
-				t.Errorf("%q does not match %q", tc.glob, s)
-			}
-		}
-		for _, s := range tc.no {
-			if re.MatchString(s) {
-				t.Errorf("%q matches %q", tc.glob, s)
-			}
-		}
 	}
 }
 

@@ -18,12 +18,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/monolith-go/monolith/internal/pytext"
+	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/ps/discovery"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 // runAgentClient is `monolith agent-client`, the reference's agent_client (§1.15) with its

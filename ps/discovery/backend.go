@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/monolith-go/monolith/internal/zk"
 )
 
 // Backend is Monolith's service discovery (spec §3.2): processes register "host:port"
@@ -89,23 +87,15 @@ func New(ctx context.Context, c Config, env func(string) (string, bool)) (Backen
 }
 
 // ZK is the ZooKeeper backend: the ephemeral node /monolith/{job}/{name}.{index} holds
-// "host:port". Registrations survive session expiries (Register's machinery: the node is
-// re-created in the new session at once, where Monolith re-registered every 30 minutes);
-// Query reads the nodes (no cache to go stale).
+// "host:port". Registrations are nodes owned by the backend's Client, so they survive
+// session expiries (re-created in the new session at once, where Monolith re-registered
+// every 30 minutes); Query reads the nodes (no cache to go stale).
 type ZK struct {
-	servers []string
-	prefix  string
-	logger  *slog.Logger
-	conn    *zk.Conn
-
-	mu     sync.Mutex
-	regs   map[string]*Registration
-	closed bool
-	once   sync.Once
-	err    error
+	prefix string
+	c      *zk.Client
 }
 
-// NewZK connects to servers (comma-separated) and ensures /monolith/{job}.
+// NewZK connects to servers (comma-separated) and ensures /monolith/{job}; ctx bounds both.
 func NewZK(ctx context.Context, job, servers string, logger *slog.Logger) (*ZK, error) {
 	list, err := ParseServers(servers)
 	if err != nil {
@@ -114,31 +104,15 @@ func NewZK(ctx context.Context, job, servers string, logger *slog.Logger) (*ZK, 
 	if job == "" || strings.ContainsAny(job, "/") {
 		return nil, fmt.Errorf("%w: zk discovery job name %q", ErrInvalidArgument, job)
 	}
-	z := &ZK{servers: list, prefix: "/monolith/" + job, logger: orDiscard(logger), regs: map[string]*Registration{}}
-	if z.conn, err = connect(list, z.logger, nil); err != nil {
+	z := &ZK{prefix: "/monolith/" + job}
+	if z.c, err = connect(ctx, list, logger); err != nil {
 		return nil, fmt.Errorf("ps/discovery: zk %s: %w", z.prefix, err)
 	}
-	if err := retryZK(ctx, func() error { return createParents(z.conn, z.prefix+"/x") }); err != nil {
-		z.conn.Close()
+	if err := z.c.EnsurePath(ctx, z.prefix); err != nil {
+		_ = z.c.Close()
 		return nil, fmt.Errorf("ps/discovery: zk %s: %w", z.prefix, err)
 	}
 	return z, nil
-}
-
-// retryZK retries f while ZooKeeper is not connected, until ctx ends.
-func retryZK(ctx context.Context, f func() error) error {
-	var b backoff
-	for {
-		err := f()
-		if err == nil || !(errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired)) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, context.Cause(ctx))
-		case <-time.After(b.next()):
-		}
-	}
 }
 
 func nodeKey(name string, index int) string { return name + "." + strconv.Itoa(index) }
@@ -151,107 +125,54 @@ func (z *ZK) Register(ctx context.Context, name string, index int, addr string) 
 	if err := checkAddr(addr); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
-	key := nodeKey(name, index)
-	z.mu.Lock()
-	if z.closed {
-		z.mu.Unlock()
-		return fmt.Errorf("ps/discovery: zk %s: closed", z.prefix)
+	if err := z.c.SetEphemeral(ctx, z.prefix+"/"+nodeKey(name, index), []byte(addr)); err != nil {
+		return fmt.Errorf("ps/discovery: zk register: %w", err)
 	}
-	old := z.regs[key]
-	delete(z.regs, key)
-	z.mu.Unlock()
-	if old != nil {
-		_ = old.Close()
-	}
-	r, err := registerNode(ctx, z.servers, z.prefix+"/"+key, []byte(addr), z.logger)
-	if err != nil {
-		return err
-	}
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if z.closed {
-		return errors.Join(fmt.Errorf("ps/discovery: zk %s: closed", z.prefix), r.Close())
-	}
-	z.regs[key] = r
 	return nil
 }
 
-// Deregister deletes the node of name and index.
+// Deregister deletes the node of name and index; a missing node is not an error.
 func (z *ZK) Deregister(ctx context.Context, name string, index int, _ string) error {
-	key := nodeKey(name, index)
-	z.mu.Lock()
-	r := z.regs[key]
-	delete(z.regs, key)
-	z.mu.Unlock()
-	if r != nil {
-		return r.Close()
+	if err := z.c.DeleteEphemeral(ctx, z.prefix+"/"+nodeKey(name, index)); err != nil {
+		return fmt.Errorf("ps/discovery: zk deregister: %w", err)
 	}
-	return retryZK(ctx, func() error {
-		err := z.conn.Delete(z.prefix+"/"+key, -1)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		return err
-	})
+	return nil
 }
 
 // Query lists the nodes of name: index → address. Nodes with empty data are left out.
 func (z *ZK) Query(ctx context.Context, name string) (map[int]string, error) {
-	out := map[int]string{}
-	err := retryZK(ctx, func() error {
-		children, _, err := z.conn.Children(z.prefix)
-		if err != nil {
-			return err
-		}
-		clear(out)
-		sort.Strings(children)
-		for _, c := range children {
-			n, idx, ok := strings.Cut(c, ".")
-			i, err := strconv.Atoi(idx)
-			if !ok || n != name || err != nil || i < 0 {
-				continue
-			}
-			data, _, err := z.conn.Get(z.prefix + "/" + c)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if len(data) > 0 {
-				out[i] = string(data)
-			}
-		}
-		return nil
-	})
+	children, err := z.c.Children(ctx, z.prefix)
 	if err != nil {
 		return nil, fmt.Errorf("ps/discovery: zk query %s/%s.*: %w", z.prefix, name, err)
+	}
+	out := map[int]string{}
+	for _, c := range children {
+		n, idx, ok := strings.Cut(c, ".")
+		i, err := strconv.Atoi(idx)
+		if !ok || n != name || err != nil || i < 0 {
+			continue
+		}
+		data, _, err := z.c.Get(ctx, z.prefix+"/"+c)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ps/discovery: zk query %s/%s.*: %w", z.prefix, name, err)
+		}
+		if len(data) > 0 {
+			out[i] = string(data)
+		}
 	}
 	return out, nil
 }
 
-// Close deletes this process's nodes and closes the connections; later calls return the
-// first call's result.
-func (z *ZK) Close() error {
-	z.once.Do(func() {
-		z.mu.Lock()
-		z.closed = true
-		regs := z.regs
-		z.regs = nil
-		z.mu.Unlock()
-		var errs []error
-		for _, r := range regs {
-			errs = append(errs, r.Close())
-		}
-		z.conn.Close()
-		z.err = errors.Join(errs...)
-	})
-	return z.err
-}
+// Close ends the session, which deletes this process's nodes, and closes the connection.
+// It is idempotent and returns nil.
+func (z *ZK) Close() error { return z.c.Close() }
 
 // ClearZKPath removes the children of /monolith not modified for 9 weeks, then
 // /monolith/{job} itself: with force it is deleted with its children, otherwise its
-// existence is an error listing the children (zk_utils.clear_zk_path).
+// existence is an error listing the children (zk_utils.clear_zk_path). ctx bounds it.
 func ClearZKPath(ctx context.Context, servers, job string, force bool, logger *slog.Logger) error {
 	list, err := ParseServers(servers)
 	if err != nil {
@@ -260,39 +181,39 @@ func ClearZKPath(ctx context.Context, servers, job string, force bool, logger *s
 	if job == "" || strings.ContainsAny(job, "/") {
 		return fmt.Errorf("%w: zk discovery job name %q", ErrInvalidArgument, job)
 	}
-	conn, err := connect(list, orDiscard(logger), nil)
+	c, err := connect(ctx, list, logger)
 	if err != nil {
 		return fmt.Errorf("ps/discovery: clear /monolith/%s: %w", job, err)
 	}
-	defer conn.Close()
-	return retryZK(ctx, func() error { return clearJob(conn, "/monolith/"+job, force, time.Now().Add(-9*7*24*time.Hour)) })
+	defer c.Close()
+	return clearJob(ctx, c, "/monolith/"+job, force, time.Now().Add(-9*7*24*time.Hour))
 }
 
 // clearJob is ClearZKPath on a connection: old job folders are deleted, then prefix.
-func clearJob(conn *zk.Conn, prefix string, force bool, cutoff time.Time) error {
-	children, _, err := conn.Children("/monolith")
+func clearJob(ctx context.Context, c *zk.Client, prefix string, force bool, cutoff time.Time) error {
+	children, err := c.Children(ctx, "/monolith")
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("ps/discovery: clear /monolith: %w", err)
 	}
-	for _, c := range children {
-		p := "/monolith/" + c
+	for _, name := range children {
+		p := "/monolith/" + name
 		if p == prefix {
 			continue
 		}
-		_, st, err := conn.Get(p)
+		_, st, err := c.Get(ctx, p)
 		if err != nil {
 			continue
 		}
 		if time.UnixMilli(st.Mtime).Before(cutoff) {
-			if err := deleteRecursive(conn, p); err != nil {
-				return err
+			if err := c.Delete(ctx, p, true); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return fmt.Errorf("ps/discovery: clear %s: %w", p, err)
 			}
 		}
 	}
-	kids, _, err := conn.Children(prefix)
+	kids, err := c.Children(ctx, prefix)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -302,25 +223,8 @@ func clearJob(conn *zk.Conn, prefix string, force bool, cutoff time.Time) error 
 	if !force {
 		return fmt.Errorf("ps/discovery: %s exists with children %v (clear it with force)", prefix, kids)
 	}
-	return deleteRecursive(conn, prefix)
-}
-
-// deleteRecursive deletes p and everything under it.
-func deleteRecursive(conn *zk.Conn, p string) error {
-	kids, _, err := conn.Children(p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("ps/discovery: delete %s: %w", p, err)
-	}
-	for _, k := range kids {
-		if err := deleteRecursive(conn, p+"/"+k); err != nil {
-			return err
-		}
-	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("ps/discovery: delete %s: %w", p, err)
+	if err := c.Delete(ctx, prefix, true); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("ps/discovery: clear %s: %w", prefix, err)
 	}
 	return nil
 }

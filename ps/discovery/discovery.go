@@ -12,34 +12,37 @@
 //
 // # Decisions
 //
+//   - One client stack. Every ZooKeeper connection is an internal/zk Client: operations
+//     retry connection losses with capped exponential backoff until their context ends,
+//     nodes are ephemerals the Client owns (re-created at once in every new session, a
+//     retried create adopting its own node), watches re-arm after a session loss, and
+//     go-zookeeper's messages go to the slog.Logger (connection failures at Warn, its
+//     informational chatter off). A nil logger discards.
 //   - Sessions. Connections ask for a SessionTimeout (10 s) session; the server may grant
 //     less. go-zookeeper keeps one Conn across a session expiry and opens a new session by
-//     itself, so Register re-creates its node whenever the Conn holds a session other than
-//     the one its node was created in, retrying failures with capped exponential backoff in
-//     its own goroutine (the Conn's event callback only signals; nothing sleeps in it).
+//     itself; the Client then re-creates the node of a Registration, or of a ZK backend's
+//     registrations, in the new session.
 //   - Stale nodes. A node at the shard's path that belongs to another session (a previous
 //     run of this shard whose session has not expired yet, or a persistent node) is deleted
 //     and replaced, with a warning naming its owner.
 //   - Lifetime. Register's ctx bounds only its wait for the first registration, like
-//     net.Dialer.DialContext's; the registration then lasts until Close, which deletes the
-//     node, closes the connection, stops the goroutine and is idempotent. Watch runs until
-//     its ctx is done. A node deleted by someone else while its session lives is not
-//     re-created (two processes claiming one shard would otherwise fight forever).
-//   - Watching. Watch keeps one children watch on root and one data watch per shard node,
-//     re-arming only the watch that fired (never piling up watchers on a node). After a
-//     session expiry every watch fires with an error and is re-armed on the new session;
-//     until then the last addresses stay reported. A missing root is waited for with an
-//     exists watch and means "no shards".
+//     net.Dialer.DialContext's; the registration then lasts until Close, which ends the
+//     session (so the server deletes the node), stops the Client's goroutines and is
+//     idempotent. Watch runs until its ctx is done. A node deleted by someone else while
+//     its session lives is not re-created (two processes claiming one shard would
+//     otherwise fight forever).
+//   - Watching. Watch keeps a data watch on root (a missing root means "no shards" and is
+//     waited for), a children watch on root while it exists and a data watch per shard
+//     node; each re-arms itself, and after a session expiry reports only what changed
+//     meanwhile. Until then the last addresses stay reported.
 //   - Reporting. onChange gets a fresh slice of numShards addresses ("" for a missing or
-//     ignored shard) after the first complete listing and then after every complete
-//     listing that differs from the previous one: never twice in a row with equal
-//     contents, never from a half-updated view. It runs on Watch's goroutine.
+//     ignored shard) after the first complete listing and then whenever the addresses
+//     differ from the previous report: never twice in a row with equal contents, never
+//     while a new listing's nodes are still being read. It runs on Watch's goroutine.
 //   - Ignored nodes. Children not named shard-NNNNN, nodes whose JSON is malformed, lacks a
 //     field, names another shard than its node, has a different num_shards or an invalid
 //     address are ignored with a warning naming the node (logged again only when the node
 //     changes).
-//   - Logging. go-zookeeper's messages go to the slog.Logger (connection failures at Warn,
-//     the rest at Info; its informational chatter is off). A nil logger discards.
 package discovery
 
 import (
@@ -51,13 +54,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/monolith-go/monolith/internal/zk"
 )
 
 // SessionTimeout is the ZooKeeper session timeout Register and Watch ask for.
-const SessionTimeout = 10 * time.Second
+const SessionTimeout = zk.DefaultSessionTimeout
 
 // MaxShards is the largest shard count (node names have five digits).
 const MaxShards = 100000
@@ -177,7 +179,7 @@ func Static(addrs []string) ([]string, error) {
 // checkRoot accepts an absolute znode path other than "/" without a trailing slash or
 // empty segments.
 func checkRoot(root string) error {
-	if !strings.HasPrefix(root, "/") || root == "/" || strings.HasSuffix(root, "/") || strings.Contains(root, "//") {
+	if zk.CheckPath(root) != nil {
 		return fmt.Errorf("%w: root %q is not an absolute znode path like /monolith/ps", ErrInvalidArgument, root)
 	}
 	return nil
@@ -190,18 +192,6 @@ func checkServers(servers []string) error {
 	return nil
 }
 
-// zkLogger adapts slog to zk.Logger.
-type zkLogger struct{ l *slog.Logger }
-
-func (z zkLogger) Printf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	level := slog.LevelInfo
-	if strings.Contains(msg, "failed") {
-		level = slog.LevelWarn
-	}
-	z.l.Log(context.Background(), level, "zookeeper client: "+msg)
-}
-
 func orDiscard(l *slog.Logger) *slog.Logger {
 	if l == nil {
 		return slog.New(slog.DiscardHandler)
@@ -209,34 +199,8 @@ func orDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
-// connect opens a Conn whose session events kick the caller: a non-blocking send on a
-// 1-buffered channel (nil: no kicks), so the callback never blocks and a burst of events
-// coalesces into one wake-up.
-func connect(servers []string, logger *slog.Logger, kick chan struct{}) (*zk.Conn, error) {
-	conn, _, err := zk.Connect(servers, SessionTimeout,
-		zk.WithLogger(zkLogger{logger}), zk.WithLogInfo(false),
-		zk.WithEventCallback(func(ev zk.Event) {
-			if kick != nil && ev.Type == zk.EventSession {
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
-			}
-		}))
-	return conn, err
+// connect opens a Client on servers, waiting for its first session until ctx ends (there
+// is no other bound).
+func connect(ctx context.Context, servers []string, logger *slog.Logger) (*zk.Client, error) {
+	return zk.Connect(ctx, zk.Options{Servers: servers, SessionTimeout: SessionTimeout, Logger: orDiscard(logger), ConnectTimeout: -1})
 }
-
-// backoff is a capped exponential backoff with jitter.
-type backoff struct{ cur time.Duration }
-
-const (
-	backoffMin = 50 * time.Millisecond
-	backoffMax = 2 * time.Second
-)
-
-func (b *backoff) next() time.Duration {
-	b.cur = min(max(2*b.cur, backoffMin), backoffMax)
-	return b.cur/2 + time.Duration(time.Now().UnixNano()%int64(b.cur/2))
-}
-
-func (b *backoff) reset() { b.cur = 0 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
+	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/monolith-go/monolith/internal/zk"
 )
 
 // Watch follows the shard nodes under root and calls onChange with numShards addresses,
@@ -29,245 +29,270 @@ func Watch(ctx context.Context, servers []string, root string, numShards int, lo
 		return fmt.Errorf("%w: %d shards", ErrInvalidArgument, numShards)
 	}
 	logger = orDiscard(logger).With("root", root)
-	var b backoff
-	var conn *zk.Conn
-	for {
-		var err error
-		if conn, err = connect(servers, logger, nil); err == nil {
-			break
-		}
-		logger.Warn("zookeeper connect failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
+	c, err := connect(ctx, servers, logger)
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil
-		case <-time.After(b.next()):
 		}
+		return fmt.Errorf("ps/discovery: watch %s: %w", root, err)
 	}
+	defer c.Close() // stops the watches and waits for their goroutines
 	w := &watcher{
-		conn:     conn,
-		root:     root,
-		n:        numShards,
-		logger:   logger,
-		onChange: onChange,
-		events:   make(chan watchEvent),
-		stop:     make(chan struct{}),
-		nodes:    map[string]*watchedNode{},
+		ctx:     ctx,
+		c:       c,
+		root:    root,
+		n:       numShards,
+		logger:  logger,
+		changed: make(chan struct{}, 1),
+		nodes:   map[string]*watchedNode{},
 	}
-	// Closing the Conn when ctx ends fails the calls in flight at once.
-	stopClose := context.AfterFunc(ctx, conn.Close)
-	defer func() {
-		stopClose()
-		close(w.stop) // forwarders exit
-		conn.Close()
-	}()
-	w.run(ctx)
+	w.run(onChange)
 	return nil
 }
 
-// watcher is Watch's state; it lives on Watch's goroutine.
+// watcher is Watch's state. The watches' callbacks update it under mu, each on its
+// watch's goroutine, and signal changed; Watch's goroutine reports it.
 type watcher struct {
-	conn     *zk.Conn
-	root     string
-	n        int
-	logger   *slog.Logger
-	onChange func([]string)
-	events   chan watchEvent
-	stop     chan struct{}
+	ctx     context.Context
+	c       *zk.Client
+	root    string
+	n       int
+	logger  *slog.Logger
+	changed chan struct{} // 1-buffered: the view may have changed
 
-	seq       uint64                  // last watch id handed out
-	rootSeq   uint64                  // id of the armed root watch; 0 when none is armed
-	nodes     map[string]*watchedNode // children of root by name
-	last      []string                // last reported addresses
-	reported  bool
-	lastError string // last sync error logged, to log a persistent one once
+	mu    sync.Mutex
+	busy  int                     // callbacks reading a new listing: the view is incomplete
+	list  *listing                // the children watch of root; nil while root is missing
+	nodes map[string]*watchedNode // children of root by name
 }
 
-// watchedNode is a child of root.
+// listing is a children watch of root; a root that is re-created gets a new one, and the
+// callbacks of a replaced one change nothing.
+type listing struct{ w *zk.Watch } // w is nil while starting
+
+// watchedNode is a child of root; a child that leaves and comes back gets a new one.
 type watchedNode struct {
-	seq  uint64 // id of the armed data watch; 0 when the data must be (re)read
-	addr string // "" when the node is ignored
-	// shard is valid when addr != "".
-	shard int
+	w     *zk.Watch // its data watch; nil while starting and for ignored names
+	addr  string    // "" when the node is missing or ignored
+	shard int       // valid when addr != ""
 	// ignoredName marks a child that is not a shard node: it is never read.
 	ignoredName bool
 }
 
-// watchEvent is a fired watch, tagged with the id it was armed with.
-type watchEvent struct {
-	seq  uint64
-	name string // child name; "" for the root watch
-	ev   zk.Event
-}
-
-func (w *watcher) run(ctx context.Context) {
-	var b backoff
-	var retry <-chan time.Time
+// run watches root's data (its existence) until ctx is done, then reports the view after
+// every change.
+func (w *watcher) run(onChange func([]string)) {
+	var b zk.Backoff
 	for {
-		if retry == nil {
-			if err := w.sync(); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				d := b.next()
-				if err.Error() != w.lastError {
-					w.logger.Warn("zookeeper listing failed; retrying", "err", err, "retry_in", d)
-					w.lastError = err.Error()
-				}
-				retry = time.After(d)
-			} else {
-				b.reset()
-				w.lastError = ""
-				w.report()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case e := <-w.events:
-			w.handle(e)
-			w.drain()
-		case <-retry:
-			retry = nil
-		}
-	}
-}
-
-// forward hands the single event of a watch channel to the run loop, tagged with seq.
-func (w *watcher) forward(ch <-chan zk.Event, seq uint64, name string) {
-	go func() {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				return
-			}
-			select {
-			case w.events <- watchEvent{seq: seq, name: name, ev: ev}:
-			case <-w.stop:
-			}
-		case <-w.stop:
-		}
-	}()
-}
-
-// drain handles the events that are ready, so a burst costs one sync.
-func (w *watcher) drain() {
-	for {
-		select {
-		case e := <-w.events:
-			w.handle(e)
-		default:
-			return
-		}
-	}
-}
-
-// handle disarms the watch that fired, so that the next sync re-reads what it covered.
-// Events of watches that were replaced meanwhile are ignored.
-func (w *watcher) handle(e watchEvent) {
-	if e.name == "" {
-		if e.seq == w.rootSeq {
-			w.rootSeq = 0
-		}
-		return
-	}
-	nd := w.nodes[e.name]
-	if nd == nil || nd.seq != e.seq {
-		return
-	}
-	nd.seq = 0
-	if e.ev.Type == zk.EventNodeDeleted {
-		delete(w.nodes, e.name)
-	}
-}
-
-// sync re-arms the root watch (re-listing the children) and the data watch of every node
-// whose watch fired. It returns nil when the view is complete.
-func (w *watcher) sync() error {
-	for w.rootSeq == 0 {
-		children, _, ch, err := w.conn.ChildrenW(w.root)
-		if errors.Is(err, zk.ErrNoNode) {
-			exists, _, ech, err := w.conn.ExistsW(w.root)
-			if err != nil {
-				return fmt.Errorf("exists %s: %w", w.root, err)
-			}
-			w.arm(ech, "")
-			if exists { // created meanwhile: list it (the exists watch goes stale)
-				w.rootSeq = 0
-				continue
-			}
-			clear(w.nodes)
+		_, err := w.c.WatchData(w.ctx, w.root, w.onRoot)
+		if err == nil {
 			break
 		}
-		if err != nil {
-			return fmt.Errorf("children of %s: %w", w.root, err)
+		if w.ctx.Err() != nil {
+			return
 		}
-		w.arm(ch, "")
-		present := make(map[string]bool, len(children))
-		for _, name := range children {
-			present[name] = true
-			if w.nodes[name] == nil {
-				nd := &watchedNode{}
-				if _, ok := parseNodeName(name); !ok {
-					nd.ignoredName = true
-					w.logger.Warn("ignoring a node that is not named shard-NNNNN", "node", w.root+"/"+name)
-				}
-				w.nodes[name] = nd
-			}
-		}
-		for name := range w.nodes {
-			if !present[name] {
-				delete(w.nodes, name)
-			}
+		d := b.Next()
+		w.logger.Warn("zookeeper watch of the root failed; retrying", "err", err, "retry_in", d)
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-time.After(d):
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
-		nd := w.nodes[name]
-		if nd.ignoredName || nd.seq != 0 {
-			continue
+	var last []string
+	for {
+		if addrs, ok := w.view(); ok && (last == nil || !slices.Equal(addrs, last)) {
+			last = addrs
+			onChange(slices.Clone(addrs))
 		}
-		path := w.root + "/" + name
-		data, _, ch, err := w.conn.GetW(path)
-		if errors.Is(err, zk.ErrNoNode) {
-			delete(w.nodes, name) // the root watch reports the deletion as well
-			continue
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.changed:
 		}
-		if err != nil {
-			return fmt.Errorf("get %s: %w", path, err)
-		}
-		nd.seq = w.arm(ch, name)
-		node, err := parseNode(name, data, w.n)
-		if err != nil {
-			nd.addr = ""
-			w.logger.Warn("ignoring a shard node", "node", path, "err", err)
-			continue
-		}
-		nd.addr, nd.shard = node.Addr, node.Shard
 	}
-	return nil
 }
 
-// arm registers a watch channel under a new id and returns the id; for the root ("") the
-// id becomes rootSeq.
-func (w *watcher) arm(ch <-chan zk.Event, name string) uint64 {
-	w.seq++
-	if name == "" {
-		w.rootSeq = w.seq
+// view returns the addresses; false while a new listing is being read.
+func (w *watcher) view() ([]string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.busy > 0 {
+		return nil, false
 	}
-	w.forward(ch, w.seq, name)
-	return w.seq
-}
-
-// report calls onChange when the addresses differ from the last report.
-func (w *watcher) report() {
 	addrs := make([]string, w.n)
 	for _, nd := range w.nodes {
 		if nd.addr != "" {
 			addrs[nd.shard] = nd.addr
 		}
 	}
-	if w.reported && slices.Equal(addrs, w.last) {
-		return
+	return addrs, true
+}
+
+// signal wakes run without blocking.
+func (w *watcher) signal() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
 	}
-	w.reported, w.last = true, addrs
-	w.onChange(slices.Clone(addrs))
+}
+
+// begin marks the view incomplete until the returned function runs, which signals run.
+func (w *watcher) begin() (end func()) {
+	w.busy++ // under mu
+	return func() {
+		w.mu.Lock()
+		w.busy--
+		w.mu.Unlock()
+		w.signal()
+	}
+}
+
+// onRoot is the root's data callback: a root that appears (or is re-created) gets a new
+// children watch, one that is deleted has no shards.
+func (w *watcher) onRoot(_ []byte, stat *zk.Stat, ev zk.DataEvent) bool {
+	if ev == zk.DataChanged {
+		return true
+	}
+	var l *listing
+	if stat != nil {
+		l = &listing{}
+	}
+	w.mu.Lock()
+	stop := make([]*zk.Watch, 0, len(w.nodes)+1)
+	if w.list != nil {
+		stop = append(stop, w.list.w)
+	}
+	for _, nd := range w.nodes {
+		stop = append(stop, nd.w)
+	}
+	w.list, w.nodes = l, map[string]*watchedNode{}
+	defer w.begin()()
+	w.mu.Unlock()
+	stopWatches(stop)
+	if l == nil {
+		return true
+	}
+	cw, err := w.c.WatchChildrenRetry(w.ctx, w.root, func(ctx context.Context, children []string) (bool, error) {
+		return w.onChildren(ctx, l, children)
+	})
+	if err != nil {
+		// A root deleted meanwhile is reported by this data watch.
+		if !errors.Is(err, zk.ErrNoNode) && w.ctx.Err() == nil {
+			w.logger.Warn("zookeeper watch of the root's children failed", "err", err)
+		}
+		return true
+	}
+	w.adopt(&l.w, cw, func() bool { return w.list == l })
+	return true
+}
+
+// onChildren is the callback of listing l: it forgets the children gone, and starts a
+// data watch on each new shard node, whose first call reads it, before the view is
+// complete again. A failure leaves the nodes not watched yet to the retried call.
+func (w *watcher) onChildren(ctx context.Context, l *listing, children []string) (bool, error) {
+	w.mu.Lock()
+	if w.list != l {
+		w.mu.Unlock()
+		return false, nil
+	}
+	present := make(map[string]bool, len(children))
+	var start []string
+	var stop []*zk.Watch
+	for _, name := range children {
+		present[name] = true
+		if w.nodes[name] != nil {
+			continue
+		}
+		nd := &watchedNode{}
+		if _, ok := parseNodeName(name); ok {
+			start = append(start, name)
+		} else {
+			nd.ignoredName = true
+			w.logger.Warn("ignoring a node that is not named shard-NNNNN", "node", w.root+"/"+name)
+		}
+		w.nodes[name] = nd
+	}
+	for name, nd := range w.nodes {
+		if !present[name] {
+			delete(w.nodes, name)
+			stop = append(stop, nd.w)
+		}
+	}
+	placed := make(map[string]*watchedNode, len(start))
+	for _, name := range start {
+		placed[name] = w.nodes[name]
+	}
+	defer w.begin()()
+	w.mu.Unlock()
+	stopWatches(stop)
+	for i, name := range start {
+		if err := w.watchNode(ctx, name, placed[name]); err != nil {
+			w.mu.Lock()
+			for _, n := range start[i:] {
+				if w.nodes[n] == placed[n] {
+					delete(w.nodes, n)
+				}
+			}
+			w.mu.Unlock()
+			return true, fmt.Errorf("ps/discovery: watch %s: %w", w.root+"/"+name, err)
+		}
+	}
+	return true, nil
+}
+
+// watchNode starts the data watch of node nd, named name, unless it left meanwhile.
+func (w *watcher) watchNode(ctx context.Context, name string, nd *watchedNode) error {
+	dw, err := w.c.WatchData(ctx, w.root+"/"+name, func(data []byte, stat *zk.Stat, _ zk.DataEvent) bool {
+		return w.onNode(name, nd, data, stat)
+	})
+	if err != nil {
+		return err
+	}
+	w.adopt(&nd.w, dw, func() bool { return w.nodes[name] == nd })
+	return nil
+}
+
+// adopt stores x, a watch just started, in *slot if current() still holds under mu; else
+// what it watches was replaced meanwhile, and x is stopped.
+func (w *watcher) adopt(slot **zk.Watch, x *zk.Watch, current func() bool) {
+	w.mu.Lock()
+	ok := current()
+	if ok {
+		*slot = x
+	}
+	w.mu.Unlock()
+	if !ok {
+		x.Stop()
+	}
+}
+
+// onNode is the data callback of a shard node: it records the node's address ("" when
+// the node is missing or ignored) and signals run, unless the node left.
+func (w *watcher) onNode(name string, nd *watchedNode, data []byte, stat *zk.Stat) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.nodes[name] != nd {
+		return false
+	}
+	nd.addr = ""
+	if stat != nil {
+		node, err := parseNode(name, data, w.n)
+		if err != nil {
+			w.logger.Warn("ignoring a shard node", "node", w.root+"/"+name, "err", err)
+		} else {
+			nd.addr, nd.shard = node.Addr, node.Shard
+		}
+	}
+	w.signal()
+	return true
+}
+
+// stopWatches stops the watches that have started (nil: still starting, or none).
+func stopWatches(ws []*zk.Watch) {
+	for _, x := range ws {
+		if x != nil {
+			x.Stop()
+		}
+	}
 }

@@ -183,7 +183,7 @@ func TestRegistrationSurvivesExpiry(t *testing.T) {
 	w.waitFor(t, "", "ps1:7000")
 
 	again := reg.Registered()
-	old := reg.conn.SessionID()
+	old := reg.c.SessionID()
 	begin := time.Now()
 	proxy.ExpireSessions(t, old)
 	w.waitFor(t, "", "")
@@ -194,8 +194,8 @@ func TestRegistrationSurvivesExpiry(t *testing.T) {
 	}
 	t.Logf("re-registered %v after the cut", time.Since(begin).Round(time.Millisecond))
 	w.waitFor(t, "", "ps1:7000")
-	if reg.Registrations() != 2 || reg.conn.SessionID() == old {
-		t.Errorf("Registrations = %d, session %#x (old %#x)", reg.Registrations(), reg.conn.SessionID(), old)
+	if reg.Registrations() != 2 || reg.c.SessionID() == old {
+		t.Errorf("Registrations = %d, session %#x (old %#x)", reg.Registrations(), reg.c.SessionID(), old)
 	}
 	if !w.contains([]string{"", "ps1:7000"}, []string{"", ""}, []string{"", "ps1:7000"}) {
 		t.Errorf("reports %q", w.calls)
@@ -337,8 +337,8 @@ func TestStaleNodeReplaced(t *testing.T) {
 	r0 := register(t, srv.Servers(), "/ps", 0, 2, "new:1", log)
 	register(t, srv.Servers(), "/ps", 1, 2, "new:2", log)
 	data, stat, err := old.Get("/ps/shard-00000")
-	if err != nil || stat.EphemeralOwner != r0.conn.SessionID() || !strings.Contains(string(data), "new:1") {
-		t.Errorf("node %s owned by %#x, want %#x (err %v)", data, stat.EphemeralOwner, r0.conn.SessionID(), err)
+	if err != nil || stat.EphemeralOwner != r0.c.SessionID() || !strings.Contains(string(data), "new:1") {
+		t.Errorf("node %s owned by %#x, want %#x (err %v)", data, stat.EphemeralOwner, r0.c.SessionID(), err)
 	}
 	if data, stat, err := old.Get("/ps/shard-00001"); err != nil || stat.EphemeralOwner == 0 || !strings.Contains(string(data), "new:2") {
 		t.Errorf("persistent node not replaced: %s (err %v)", data, err)

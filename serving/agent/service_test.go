@@ -14,12 +14,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/replica"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 // tableReplicas is a v1 ReplicaSource over fixed data keyed "idc:cluster/st:task".

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/hostutil"
 	"github.com/monolith-go/monolith/serving/tfs"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 // DefaultStartTimeout bounds the v1 agent's waits: the entry process waiting for every PS

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/replica"
 	"github.com/monolith-go/monolith/serving/tfs"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 // gateReplicas is a Replicas whose PS set counts as started once open is set; it records

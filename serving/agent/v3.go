@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	izk "github.com/monolith-go/monolith/internal/zk"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
@@ -52,7 +53,7 @@ type V3Options struct {
 	// that Stop removes.
 	ModelConfigFile string
 	// ZK configure the ZooKeeper connection; Servers default to the conf's zk_servers.
-	ZK zk.Options
+	ZK izk.Options
 	// ReportInterval and SyncInterval are the periods of the service-info report and of
 	// the available-model sync (defaults 60 s and 30 s).
 	ReportInterval, SyncInterval time.Duration

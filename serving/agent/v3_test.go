@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
+	izk "github.com/monolith-go/monolith/internal/zk"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
@@ -137,7 +138,7 @@ func controller(t *testing.T, servers []string, export string, subs ...string) *
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	b, err := zk.OpenBackend(ctx, testBzid, zk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout})
+	b, err := zk.OpenBackend(ctx, testBzid, izk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func newV3(t *testing.T, conf string, servers []string) *V3 {
 }
 
 // newV3With is newV3 recording into agent and ZooKeeper metrics.
-func newV3With(t *testing.T, conf string, servers []string, m *Metrics, zm *zk.Metrics) *V3 {
+func newV3With(t *testing.T, conf string, servers []string, m *Metrics, zm *izk.Metrics) *V3 {
 	t.Helper()
 	t.Setenv(envFakeTFS, "1")
 	cfg, err := config.Load(conf)
@@ -204,7 +205,7 @@ func newV3With(t *testing.T, conf string, servers []string, m *Metrics, zm *zk.M
 	env := config.MapEnv(map[string]string{tfs.EnvBinary: os.Args[0]})
 	a, err := NewV3(V3Options{
 		Config: cfg, Getenv: env, LocalIP: "127.0.0.1",
-		ZK:             zk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog(), Metrics: zm},
+		ZK:             izk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog(), Metrics: zm},
 		ReportInterval: 200 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		AvailableMemory: func() (int64, error) { return 1 << 30, nil },
 		Logger:          zktest.NewLogger(t).Slog(),
@@ -275,7 +276,7 @@ func TestV3PublishAndUnpublish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zm, err := zk.NewMetrics(reg)
+	zm, err := izk.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,11 +31,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/zk"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/tfs"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 // StatusSource answers the status of one of the agent's models (TF Serving's newest

@@ -16,12 +16,12 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
+	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/tfs"
-	"github.com/monolith-go/monolith/serving/zk"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	izk "github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/serving/datadef"
 )
 
@@ -33,7 +34,7 @@ type ServiceMap map[string]map[string][]datadef.ContainerServiceInfo
 // held, so they may call the Backend.
 type Backend struct {
 	bzid   string
-	c      *Client
+	c      *izk.Client
 	logger *slog.Logger
 
 	syncMu    sync.Mutex                                        // serialises SyncAvailableSavedModels
@@ -48,28 +49,28 @@ type Backend struct {
 
 // layout is a registered layout callback.
 type layout struct {
-	w      *Watch          // nil while starting
+	w      *izk.Watch      // nil while starting
 	models map[string]bool // models in the last listing
 }
 
 // binding is a model's binding watch; a new one replaces it when the model re-enters the
 // layout (S13), and a replaced watch's callbacks change nothing.
-type binding struct{ w *Watch } // w is nil while starting
+type binding struct{ w *izk.Watch } // w is nil while starting
 
 // OpenBackend connects to ZooKeeper and returns the Backend of bzid; ctx bounds the wait
 // for the first session. Close releases it.
-func OpenBackend(ctx context.Context, bzid string, opts Options) (*Backend, error) {
+func OpenBackend(ctx context.Context, bzid string, opts izk.Options) (*Backend, error) {
 	if bzid == "" || strings.ContainsAny(bzid, "/") {
-		return nil, fmt.Errorf("%w: bzid %q", ErrInvalidArgument, bzid)
+		return nil, fmt.Errorf("%w: bzid %q", izk.ErrInvalidArgument, bzid)
 	}
-	c, err := Connect(ctx, opts)
+	c, err := izk.Connect(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &Backend{
 		bzid:      bzid,
 		c:         c,
-		logger:    c.logger.With("bzid", bzid),
+		logger:    c.Logger().With("bzid", bzid),
 		available: map[datadef.Container]map[datadef.SavedModel]bool{},
 		layouts:   map[string]*layout{},
 		bindings:  map[string]*binding{},
@@ -78,7 +79,7 @@ func OpenBackend(ctx context.Context, bzid string, opts Options) (*Backend, erro
 }
 
 // Client is the Backend's connection.
-func (b *Backend) Client() *Client { return b.c }
+func (b *Backend) Client() *izk.Client { return b.c }
 
 // Bzid is the Backend's namespace.
 func (b *Backend) Bzid() string { return b.bzid }
@@ -90,14 +91,14 @@ func (b *Backend) Close() error { return b.c.Close() }
 // checkSavedModel rejects names that would not round-trip through node names.
 func checkSavedModel(sm datadef.SavedModel) error {
 	if sm.ModelName == "" || sm.SubGraph == "" || strings.ContainsAny(sm.ModelName, "/:") || strings.ContainsAny(sm.SubGraph, "/:") {
-		return fmt.Errorf("%w: saved model %q", ErrInvalidArgument, sm.String())
+		return fmt.Errorf("%w: saved model %q", izk.ErrInvalidArgument, sm.String())
 	}
 	return nil
 }
 
 func checkContainer(c datadef.Container) error {
 	if c.Cluster == "" || strings.ContainsAny(c.Cluster, "/:") || c.ID == "" || strings.Contains(c.ID, "/") {
-		return fmt.Errorf("%w: container %q", ErrInvalidArgument, c.String())
+		return fmt.Errorf("%w: container %q", izk.ErrInvalidArgument, c.String())
 	}
 	return nil
 }
@@ -118,7 +119,7 @@ func (b *Backend) ReportServiceInfo(ctx context.Context, c datadef.Container, in
 func (b *Backend) GetServiceInfo(ctx context.Context, c datadef.Container) (info datadef.ContainerServiceInfo, ok bool, err error) {
 	path := c.ServicePath(b.bzid)
 	data, _, err := b.c.Get(ctx, path)
-	if errors.Is(err, ErrNoNode) {
+	if errors.Is(err, izk.ErrNoNode) {
 		return datadef.ContainerServiceInfo{}, false, nil
 	}
 	if err != nil {
@@ -200,14 +201,14 @@ func (b *Backend) SyncAvailableSavedModels(ctx context.Context, c datadef.Contai
 // watch. cb runs on the layout's watch goroutine. It returns after the first call,
 // bounded by ctx; a path that already has a running layout watch is an error.
 func (b *Backend) RegisterLayoutCallback(ctx context.Context, layoutPath string, cb func([]LayoutEntry) bool) error {
-	if err := checkPath(layoutPath); err != nil {
+	if err := izk.CheckPath(layoutPath); err != nil {
 		return err
 	}
 	l := &layout{}
 	b.mu.Lock()
 	if old := b.layouts[layoutPath]; old != nil && (old.w == nil || !old.w.Stopped()) {
 		b.mu.Unlock()
-		return fmt.Errorf("%w: layout %s is already watched", ErrInvalidArgument, layoutPath)
+		return fmt.Errorf("%w: layout %s is already watched", izk.ErrInvalidArgument, layoutPath)
 	}
 	b.layouts[layoutPath] = l
 	b.mu.Unlock()
@@ -222,7 +223,7 @@ func (b *Backend) RegisterLayoutCallback(ctx context.Context, layoutPath string,
 	if err := b.c.EnsurePath(ctx, layoutPath); err != nil {
 		return fail(err)
 	}
-	w, err := b.c.watchChildren(ctx, layoutPath, func(wctx context.Context, children []string) (bool, error) {
+	w, err := b.c.WatchChildrenRetry(ctx, layoutPath, func(wctx context.Context, children []string) (bool, error) {
 		return b.onLayout(wctx, layoutPath, l, children, cb)
 	})
 	if err != nil {
@@ -250,7 +251,7 @@ func (b *Backend) onLayout(ctx context.Context, path string, l *layout, children
 		}
 		cfgPath := sm.Path(b.bzid)
 		data, _, err := b.c.Get(ctx, cfgPath)
-		if errors.Is(err, ErrNoNode) {
+		if errors.Is(err, izk.ErrNoNode) {
 			b.logger.Error("missing deploy config for a saved model in the layout", "znode", cfgPath, "layout", path)
 			continue
 		}
@@ -285,7 +286,7 @@ func (b *Backend) onLayout(ctx context.Context, path string, l *layout, children
 // reconcileLocked narrows the service map and the binding watches to the wanted models
 // (those of every layout, plus the subscribed one). It returns the watches to start (their
 // placeholders are in b.bindings) and those to stop.
-func (b *Backend) reconcileLocked() (start map[string]*binding, stop []*Watch) {
+func (b *Backend) reconcileLocked() (start map[string]*binding, stop []*izk.Watch) {
 	wanted := map[string]bool{}
 	for _, l := range b.layouts {
 		maps.Copy(wanted, l.models)
@@ -328,9 +329,9 @@ func (b *Backend) startBindings(ctx context.Context, start map[string]*binding) 
 		bw := start[m]
 		path := datadef.BindingsPath(b.bzid, m)
 		err := b.c.EnsurePath(ctx, path)
-		var w *Watch
+		var w *izk.Watch
 		if err == nil {
-			w, err = b.c.watchChildren(ctx, path, func(wctx context.Context, children []string) (bool, error) {
+			w, err = b.c.WatchChildrenRetry(ctx, path, func(wctx context.Context, children []string) (bool, error) {
 				return b.onBindings(wctx, m, bw, children)
 			})
 		}
@@ -391,7 +392,7 @@ func (b *Backend) onBindings(ctx context.Context, m string, bw *binding, childre
 	}
 	b.services[m] = subs
 	if incomplete {
-		return true, errIncomplete
+		return true, izk.ErrIncomplete
 	}
 	return true, nil
 }
@@ -418,12 +419,12 @@ func (b *Backend) ServiceMap() ServiceMap {
 // name is an error.
 func (b *Backend) SubscribeModel(ctx context.Context, model string) error {
 	if model == "" || strings.ContainsAny(model, "/:") {
-		return fmt.Errorf("%w: model %q", ErrInvalidArgument, model)
+		return fmt.Errorf("%w: model %q", izk.ErrInvalidArgument, model)
 	}
 	b.mu.Lock()
 	if b.syncModel != "" && b.syncModel != model {
 		b.mu.Unlock()
-		return fmt.Errorf("%w: already subscribed to model %q", ErrInvalidArgument, b.syncModel)
+		return fmt.Errorf("%w: already subscribed to model %q", izk.ErrInvalidArgument, b.syncModel)
 	}
 	b.syncModel = model
 	start, stop := b.reconcileLocked()
@@ -441,7 +442,7 @@ func (b *Backend) SyncTargets(subGraph string) (string, []string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.syncModel == "" {
-		return "", nil, fmt.Errorf("%w: no model subscribed", ErrInvalidArgument)
+		return "", nil, fmt.Errorf("%w: no model subscribed", izk.ErrInvalidArgument)
 	}
 	var targets []string
 	for _, info := range b.services[b.syncModel][subGraph] {
@@ -458,10 +459,10 @@ func (b *Backend) SyncTargets(subGraph string) (string, []string, error) {
 // model has no node).
 func (b *Backend) ListSavedModels(ctx context.Context, model string) ([]datadef.SavedModel, error) {
 	if model == "" || strings.ContainsAny(model, "/:") {
-		return nil, fmt.Errorf("%w: model %q", ErrInvalidArgument, model)
+		return nil, fmt.Errorf("%w: model %q", izk.ErrInvalidArgument, model)
 	}
 	subs, err := b.c.Children(ctx, datadef.SavedModelsPath(b.bzid, model))
-	if errors.Is(err, ErrNoNode) {
+	if errors.Is(err, izk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
@@ -489,7 +490,7 @@ func (b *Backend) AddToLayout(ctx context.Context, layoutPath string, sm datadef
 	if err := checkSavedModel(sm); err != nil {
 		return err
 	}
-	if err := checkPath(layoutPath); err != nil {
+	if err := izk.CheckPath(layoutPath); err != nil {
 		return err
 	}
 	return b.c.EnsurePath(ctx, sm.LayoutNodePath(layoutPath))
@@ -501,11 +502,11 @@ func (b *Backend) RemoveFromLayout(ctx context.Context, layoutPath string, sm da
 	if err := checkSavedModel(sm); err != nil {
 		return err
 	}
-	if err := checkPath(layoutPath); err != nil {
+	if err := izk.CheckPath(layoutPath); err != nil {
 		return err
 	}
 	err := b.c.Delete(ctx, sm.LayoutNodePath(layoutPath), false)
-	if errors.Is(err, ErrNoNode) {
+	if errors.Is(err, izk.ErrNoNode) {
 		return nil
 	}
 	return err

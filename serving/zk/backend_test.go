@@ -7,12 +7,33 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	izk "github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/serving/datadef"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait on ZooKeeper (the machine is shared and slow).
+const wait = 30 * time.Second
+
+// testCtx bounds a test's ZooKeeper calls.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func eventually(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	zktest.Eventually(t, wait, cond, msg)
+}
 
 // The reference test's fixtures (backends_test.py).
 const (
@@ -43,7 +64,7 @@ func openTestBackend(t *testing.T, servers []string) *Backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	b, err := OpenBackend(ctx, bzid, Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog()})
+	b, err := OpenBackend(ctx, bzid, izk.Options{Servers: servers, SessionTimeout: zktest.SessionTimeout, Logger: zktest.NewLogger(t).Slog()})
 	if err != nil {
 		t.Fatalf("OpenBackend: %v", err)
 	}
@@ -52,7 +73,10 @@ func openTestBackend(t *testing.T, servers []string) *Backend {
 }
 
 // layoutRecorder records layout callbacks as "model:sub=base|policy" strings.
-type layoutRecorder struct{ calls[[]string] }
+type layoutRecorder struct {
+	mu  sync.Mutex
+	all [][]string
+}
 
 func (r *layoutRecorder) cb(entries []LayoutEntry) bool {
 	var s []string
@@ -61,8 +85,26 @@ func (r *layoutRecorder) cb(entries []LayoutEntry) bool {
 		pol, _ := e.Config.VersionPolicy.Get()
 		s = append(s, e.SavedModel.String()+"="+base+"|"+pol)
 	}
-	r.add(s)
+	r.mu.Lock()
+	r.all = append(r.all, s)
+	r.mu.Unlock()
 	return true
+}
+
+// get returns the calls so far.
+func (r *layoutRecorder) get() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.all)
+}
+
+// last returns the latest call's entries.
+func (r *layoutRecorder) last() ([]string, bool) {
+	all := r.get()
+	if len(all) == 0 {
+		return nil, false
+	}
+	return all[len(all)-1], true
 }
 
 func (r *layoutRecorder) waitFor(t *testing.T, subs ...string) {
@@ -121,7 +163,7 @@ func TestServiceInfo(t *testing.T) {
 	if !errors.Is(err, ErrBadData) || !strings.Contains(err.Error(), "/gip/container_service/c:bad") {
 		t.Errorf("GetServiceInfo of malformed data = %v", err)
 	}
-	if err := b.ReportServiceInfo(ctx, datadef.Container{Cluster: "a/b", ID: "x"}, serviceInfo()); !errors.Is(err, ErrInvalidArgument) {
+	if err := b.ReportServiceInfo(ctx, datadef.Container{Cluster: "a/b", ID: "x"}, serviceInfo()); !errors.Is(err, izk.ErrInvalidArgument) {
 		t.Errorf("ReportServiceInfo with a '/' in the cluster = %v", err)
 	}
 }
@@ -139,7 +181,7 @@ func TestLayoutCallback(t *testing.T) {
 	if got := rec.get(); len(got) != 1 || len(got[0]) != 0 {
 		t.Fatalf("first layout call %q, want one empty call", got)
 	}
-	if err := b.RegisterLayoutCallback(ctx, layoutPath, rec.cb); !errors.Is(err, ErrInvalidArgument) {
+	if err := b.RegisterLayoutCallback(ctx, layoutPath, rec.cb); !errors.Is(err, izk.ErrInvalidArgument) {
 		t.Errorf("a second callback on the same layout = %v", err)
 	}
 	subs := []string{"entry", "ps_0", "ps_1", "ps_2"}
@@ -191,7 +233,7 @@ func TestControllerOperations(t *testing.T) {
 	lp := "/gip/layouts/ctl"
 	layout := func() []string {
 		ch, err := b.Client().Children(ctx, lp)
-		if err != nil && !errors.Is(err, ErrNoNode) {
+		if err != nil && !errors.Is(err, izk.ErrNoNode) {
 			t.Fatal(err)
 		}
 		return ch
@@ -220,7 +262,7 @@ func TestControllerOperations(t *testing.T) {
 			t.Errorf("step %d: layout %q, want %q", i, got, s.want)
 		}
 	}
-	if err := b.DeclSavedModel(ctx, datadef.SavedModel{ModelName: "m", SubGraph: "a:b"}, deployConfig("x")); !errors.Is(err, ErrInvalidArgument) {
+	if err := b.DeclSavedModel(ctx, datadef.SavedModel{ModelName: "m", SubGraph: "a:b"}, deployConfig("x")); !errors.Is(err, izk.ErrInvalidArgument) {
 		t.Errorf("DeclSavedModel with ':' in the sub-graph = %v", err)
 	}
 }
@@ -296,7 +338,7 @@ func TestSyncTargets(t *testing.T) {
 	srv := zktest.Start(t)
 	b := openTestBackend(t, srv.Servers())
 	ctx := testCtx(t)
-	if _, _, err := b.SyncTargets("ps_1"); !errors.Is(err, ErrInvalidArgument) {
+	if _, _, err := b.SyncTargets("ps_1"); !errors.Is(err, izk.ErrInvalidArgument) {
 		t.Errorf("SyncTargets without a subscription = %v", err)
 	}
 	if err := b.ReportServiceInfo(ctx, container, serviceInfo()); err != nil {
@@ -308,7 +350,7 @@ func TestSyncTargets(t *testing.T) {
 	if err := b.SubscribeModel(ctx, model); err != nil {
 		t.Errorf("subscribing to the same model again: %v", err)
 	}
-	if err := b.SubscribeModel(ctx, "other"); !errors.Is(err, ErrInvalidArgument) {
+	if err := b.SubscribeModel(ctx, "other"); !errors.Is(err, izk.ErrInvalidArgument) {
 		t.Errorf("subscribing to a second model = %v", err)
 	}
 	if err := b.SyncAvailableSavedModels(ctx, container, []datadef.SavedModel{sm("ps_0"), sm("ps_1"), sm("ps_2")}); err != nil {
@@ -519,7 +561,12 @@ func TestSessionExpiryBackend(t *testing.T) {
 	if err := peer.SyncAvailableSavedModels(ctx, c2, []datadef.SavedModel{sm("ps_0")}); err != nil {
 		t.Fatal(err)
 	}
-	expireBehind(t, proxy, peer.Client(), "/gip/container_service/default:asdf")
+	// Cut until the server has expired the backend's session (its service info is gone).
+	eventually(t, func() bool {
+		ok, err := peer.Client().Exists(ctx, container.ServicePath(bzid))
+		return err == nil && !ok
+	}, func() string { return "the backend's session did not expire behind the cut" })
+	proxy.Heal()
 	select {
 	case <-again:
 	case <-time.After(wait):
@@ -593,7 +640,51 @@ func TestDepartures(t *testing.T) {
 	if name, targets, err := b.SyncTargets("ps_1"); err != nil || name != "test_ffm_model:ps_1" || len(targets) != 0 {
 		t.Errorf("SyncTargets = %q, %q, %v", name, targets, err)
 	}
-	if _, err := OpenBackend(ctx, "a/b", Options{Servers: srv.Servers()}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := OpenBackend(ctx, "a/b", izk.Options{Servers: srv.Servers()}); !errors.Is(err, izk.ErrInvalidArgument) {
 		t.Errorf("OpenBackend with a '/' in the bzid = %v", err)
+	}
+}
+
+// TestServerRestart: a Backend survives a ZooKeeper restart, short (the session may
+// survive) or long (the session expires on the server): its service info and bindings
+// exist afterwards, Lost clears, and the layout watch fires on changes made after it.
+func TestServerRestart(t *testing.T) {
+	for _, down := range []time.Duration{0, 3 * zktest.SessionTimeout} {
+		t.Run(fmt.Sprintf("down %v", down), func(t *testing.T) {
+			srv := zktest.Start(t)
+			b := openTestBackend(t, srv.Servers())
+			ctx := testCtx(t)
+			declare(t, ctx, b, "entry")
+			var rec layoutRecorder
+			if err := b.RegisterLayoutCallback(ctx, layoutPath, rec.cb); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.ReportServiceInfo(ctx, container, serviceInfo()); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.SyncAvailableSavedModels(ctx, container, []datadef.SavedModel{sm("entry")}); err != nil {
+				t.Fatal(err)
+			}
+
+			srv.Restart(t, down)
+
+			peer := openTestBackend(t, srv.Servers())
+			owned := []string{container.ServicePath(bzid), sm("entry").BindingPath(bzid, container)}
+			eventually(t, func() bool {
+				for _, p := range owned {
+					if _, stat, err := peer.Client().Get(ctx, p); err != nil || stat.EphemeralOwner != b.Client().SessionID() {
+						return false
+					}
+				}
+				return !b.Client().Lost()
+			}, func() string {
+				return fmt.Sprintf("after the restart %q are not all back (lost %v)", owned, b.Client().Lost())
+			})
+			if err := peer.AddToLayout(ctx, layoutPath, sm("entry")); err != nil {
+				t.Fatal(err)
+			}
+			rec.waitFor(t, "entry")
+			waitServiceMap(t, b, ServiceMap{model: {"entry": {serviceInfo()}}})
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	izk "github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/serving/datadef"
 )
 
@@ -80,7 +81,7 @@ func (b *Backend) BzidInfo(ctx context.Context) (*BzidInfo, error) {
 	// children lists path; a missing node has none.
 	children := func(path string) ([]string, error) {
 		ch, err := b.c.Children(ctx, path)
-		if errors.Is(err, ErrNoNode) {
+		if errors.Is(err, izk.ErrNoNode) {
 			return nil, nil
 		}
 		return ch, err
@@ -88,7 +89,7 @@ func (b *Backend) BzidInfo(ctx context.Context) (*BzidInfo, error) {
 	// text reads path as text; ok is false for a missing node.
 	text := func(path string) (string, bool, error) {
 		data, _, err := b.c.Get(ctx, path)
-		if errors.Is(err, ErrNoNode) {
+		if errors.Is(err, izk.ErrNoNode) {
 			return "", false, nil
 		}
 		if err != nil {
@@ -103,7 +104,7 @@ func (b *Backend) BzidInfo(ctx context.Context) (*BzidInfo, error) {
 	}
 	for _, name := range models {
 		subs, err := b.c.Children(ctx, root+"/saved_models/"+name)
-		if errors.Is(err, ErrNoNode) {
+		if errors.Is(err, izk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
@@ -148,7 +149,7 @@ func (b *Backend) BzidInfo(ctx context.Context) (*BzidInfo, error) {
 	}
 	for _, name := range layouts {
 		sms, err := b.c.Children(ctx, root+"/layouts/"+name)
-		if errors.Is(err, ErrNoNode) {
+		if errors.Is(err, izk.ErrNoNode) {
 			continue
 		}
 		if err != nil {

@@ -9,13 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/monolith-go/monolith/internal/metricsrv"
-
 	gozk "github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/zktest"
 )
 
@@ -485,6 +483,39 @@ func TestConnectionLoss(t *testing.T) {
 		return err == nil && stat.EphemeralOwner == c.SessionID()
 	}, func() string { return "the ephemeral node is not owned by the current session" })
 	t.Logf("session kept: %v", c.SessionID() == old)
+}
+
+// TestEphemeralSequential: the created node is numbered and owned by the session; a
+// retried create finds the node of this session with its data instead of making a second
+// one (another session's is not taken); DeleteEphemeral removes it.
+func TestEphemeralSequential(t *testing.T) {
+	srv := zktest.Start(t)
+	c := connectClient(t, srv.Servers())
+	other := connectClient(t, srv.Servers())
+	ctx := testCtx(t)
+	theirs, err := other.CreateEphemeralSequential(ctx, "/seq/n-", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.CreateEphemeralSequential(ctx, "/seq/n-", []byte("a"))
+	if err != nil || p == theirs || !strings.HasPrefix(p, "/seq/n-") || len(p) != len("/seq/n-")+10 {
+		t.Fatalf("CreateEphemeralSequential = %q, %v (the other session's: %q)", p, err, theirs)
+	}
+	if _, stat, err := other.Get(ctx, p); err != nil || stat.EphemeralOwner != c.SessionID() {
+		t.Errorf("%s: %v, owner %#x, want %#x", p, err, stat.EphemeralOwner, c.SessionID())
+	}
+	if got, ok := c.findSequential("/seq", "n-", []byte("a")); !ok || got != p {
+		t.Errorf("a retry would adopt %q (%v), want %q", got, ok, p)
+	}
+	if got, ok := c.findSequential("/seq", "n-", []byte("b")); ok {
+		t.Errorf("a retry with other data would adopt %q", got)
+	}
+	if err := c.DeleteEphemeral(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if kids, err := other.Children(ctx, "/seq"); err != nil || !slices.Equal(kids, []string{strings.TrimPrefix(theirs, "/seq/")}) {
+		t.Errorf("after DeleteEphemeral /seq holds %q, %v", kids, err)
+	}
 }
 
 // TestSetEphemeralReplacesStale: a node at the path held by another session (a previous

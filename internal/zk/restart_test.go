@@ -7,23 +7,25 @@ import (
 	"time"
 
 	"github.com/monolith-go/monolith/internal/zktest"
-	"github.com/monolith-go/monolith/serving/datadef"
 )
 
-// TestServerRestart: a Client and a Backend survive a ZooKeeper restart, short (the
-// session may survive) or long (the session expires on the server): owned ephemeral nodes
-// (a bare one, service info, bindings) exist afterwards, Lost clears, and data, children
-// and layout watches fire on changes made after the restart.
+// TestServerRestart: a Client survives a ZooKeeper restart, short (the session may
+// survive) or long (the session expires on the server): its owned ephemeral nodes (a plain
+// one and a sequential one) exist afterwards, Lost clears, and data and children watches
+// fire on changes made after the restart.
 func TestServerRestart(t *testing.T) {
 	for _, down := range []time.Duration{0, 3 * zktest.SessionTimeout} {
 		t.Run(fmt.Sprintf("down %v", down), func(t *testing.T) {
 			srv := zktest.Start(t)
 			c := connectClient(t, srv.Servers())
-			b := openTestBackend(t, srv.Servers())
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 
 			if err := c.SetEphemeral(ctx, "/eph", []byte("mine")); err != nil {
+				t.Fatal(err)
+			}
+			seq, err := c.CreateEphemeralSequential(ctx, "/seq/n-", []byte("s"))
+			if err != nil {
 				t.Fatal(err)
 			}
 			if err := c.CreateOrSet(ctx, "/watched", []byte("v0")); err != nil {
@@ -37,15 +39,8 @@ func TestServerRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-seen // the first call
-			declare(t, ctx, b, "entry")
-			var rec layoutRecorder
-			if err := b.RegisterLayoutCallback(ctx, layoutPath, rec.cb); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.ReportServiceInfo(ctx, container, serviceInfo()); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.SyncAvailableSavedModels(ctx, container, []datadef.SavedModel{sm("entry")}); err != nil {
+			var kids calls[[]string]
+			if _, err := c.WatchChildren(ctx, "/seq", func(ch []string) bool { kids.add(ch); return true }); err != nil {
 				t.Fatal(err)
 			}
 
@@ -53,12 +48,8 @@ func TestServerRestart(t *testing.T) {
 
 			direct := connectClient(t, srv.Servers())
 			exists := func(p string) bool { ok, err := direct.Exists(ctx, p); return err == nil && ok }
-			binding := sm("entry").BindingPath(bzid, container)
-			eventually(t, func() bool {
-				return exists("/eph") && exists(container.ServicePath(bzid)) && exists(binding) && !c.Lost() && !b.Client().Lost()
-			}, func() string {
-				return fmt.Sprintf("after restart: eph %v service %v binding %v lost %v/%v",
-					exists("/eph"), exists(container.ServicePath(bzid)), exists(binding), c.Lost(), b.Client().Lost())
+			eventually(t, func() bool { return exists("/eph") && exists(seq) && !c.Lost() }, func() string {
+				return fmt.Sprintf("after restart: eph %v %s %v lost %v", exists("/eph"), seq, exists(seq), c.Lost())
 			})
 			if err := direct.Set(ctx, "/watched", []byte("v1")); err != nil {
 				t.Fatal(err)
@@ -71,10 +62,11 @@ func TestServerRestart(t *testing.T) {
 					t.Fatal("data watch silent after the restart")
 				}
 			}
-			if err := direct.EnsurePath(ctx, layoutPath+"/"+sm("entry").String()); err != nil {
+			if err := direct.EnsurePath(ctx, "/seq/other"); err != nil {
 				t.Fatal(err)
 			}
-			rec.waitFor(t, "entry")
+			eventually(t, func() bool { l, _ := kids.last(); return len(l) == 2 },
+				func() string { return "children calls " + fmt.Sprint(kids.get()) })
 		})
 	}
 }

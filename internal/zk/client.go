@@ -23,9 +23,9 @@ const DefaultSessionTimeout = 10 * time.Second
 // errors.Is works with the aliases below.
 var (
 	// ErrClosed reports an operation on a closed Client.
-	ErrClosed = errors.New("serving/zk: client closed")
+	ErrClosed = errors.New("zk: client closed")
 	// ErrInvalidArgument reports an unusable server list, path or name.
-	ErrInvalidArgument = errors.New("serving/zk: invalid argument")
+	ErrInvalidArgument = errors.New("zk: invalid argument")
 	// ErrNoNode is ZooKeeper's "node does not exist".
 	ErrNoNode = gozk.ErrNoNode
 	// ErrNodeExists is ZooKeeper's "node already exists".
@@ -56,11 +56,17 @@ type Options struct {
 // DefaultConnectTimeout is how long Connect waits for a first session by default.
 const DefaultConnectTimeout = 15 * time.Second
 
-// Client is one ZooKeeper connection with the kazoo semantics the serving agent relies
-// on (§1.5): operations take a context and retry connection losses until it ends,
-// makepath creates missing parents as persistent empty nodes, watches re-arm (WatchChildren,
-// WatchData), and the ephemeral nodes it owns (SetEphemeral) are re-created after a session
-// expiry. Its methods are safe for concurrent use.
+// Client is one ZooKeeper connection with kazoo's semantics (serving spec §1.5):
+// operations take a context and retry connection losses until it ends, makepath creates
+// missing parents as persistent empty nodes, watches re-arm (WatchChildren, WatchData), and
+// the ephemeral nodes it owns (SetEphemeral, CreateEphemeralSequential) are re-created after
+// a session expiry. Its methods are safe for concurrent use.
+//
+// Decisions (serving S7): owned nodes are re-created by a goroutine of the Client as soon as
+// a new session exists, in the order they were first created, and Lost clears after that.
+// Departures from kazoo: children come in name order, not the server's; there is no client
+// restart on LOST; an owned ephemeral found under another session (or persistent) is
+// replaced, with a warning.
 type Client struct {
 	conn    *gozk.Conn
 	logger  *slog.Logger
@@ -136,7 +142,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}))
 	if err != nil {
 		c.cancel()
-		return nil, fmt.Errorf("serving/zk: connect %v: %w", opts.Servers, err)
+		return nil, fmt.Errorf("zk: connect %v: %w", opts.Servers, err)
 	}
 	c.conn = conn
 	wait, limit := ctx, opts.ConnectTimeout
@@ -154,9 +160,9 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		c.cancel()
 		conn.Close()
 		if ctx.Err() == nil {
-			return nil, fmt.Errorf("serving/zk: connect %v: no session within %v (is ZooKeeper running there?)", opts.Servers, limit)
+			return nil, fmt.Errorf("zk: connect %v: no session within %v (is ZooKeeper running there?)", opts.Servers, limit)
 		}
-		return nil, fmt.Errorf("serving/zk: connect %v: no session: %w", opts.Servers, ctx.Err())
+		return nil, fmt.Errorf("zk: connect %v: no session: %w", opts.Servers, ctx.Err())
 	}
 	if opts.Auth != "" {
 		if err := c.do(ctx, "add auth", "", func() error { return conn.AddAuth("digest", []byte(opts.Auth)) }); err != nil {
@@ -189,6 +195,9 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// Logger is the Client's logger (Options.Logger, or one that discards).
+func (c *Client) Logger() *slog.Logger { return c.logger }
+
 // SessionID is the current session's id (0 while there is none).
 func (c *Client) SessionID() int64 { return c.conn.SessionID() }
 
@@ -216,7 +225,7 @@ func (c *Client) Reregistrations() int {
 // kick it; it runs on its own goroutine.
 func (c *Client) keep() {
 	defer c.wg.Done()
-	var b backoff
+	var b Backoff
 	var retry <-chan time.Time
 	for {
 		c.mu.Lock()
@@ -224,11 +233,11 @@ func (c *Client) keep() {
 		c.mu.Unlock()
 		if sid := c.conn.SessionID(); c.conn.State() == gozk.StateHasSession && sid != last {
 			if err := c.reassert(sid); err != nil {
-				d := b.next()
+				d := b.Next()
 				c.logger.Warn("re-registering ephemeral nodes failed; retrying", "err", err, "retry_in", d)
 				retry = time.After(d)
 			} else {
-				b.reset()
+				b.Reset()
 				retry = nil
 				// Clear Lost unless sid expired meanwhile (go-zookeeper zeroes the session
 				// id before it reports an expiry): while sid is current, every expiry
@@ -303,13 +312,13 @@ func (c *Client) reassert(sid int64) error {
 // because ctx ended completes in the background (at the latest when the Client closes).
 // Errors name the operation and the path.
 func (c *Client) do(ctx context.Context, op, path string, fn func() error) error {
-	var b backoff
+	var b Backoff
 	for {
 		if err := c.ctx.Err(); err != nil {
 			return fmt.Errorf("%w: %s %s", ErrClosed, op, path)
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("serving/zk: %s %s: %w", op, path, err)
+			return fmt.Errorf("zk: %s %s: %w", op, path, err)
 		}
 		done := make(chan error, 1)
 		go func() { done <- fn() }()
@@ -317,7 +326,7 @@ func (c *Client) do(ctx context.Context, op, path string, fn func() error) error
 		select {
 		case err = <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("serving/zk: %s %s: %w", op, path, ctx.Err())
+			return fmt.Errorf("zk: %s %s: %w", op, path, ctx.Err())
 		}
 		if err == nil {
 			return nil
@@ -326,12 +335,12 @@ func (c *Client) do(ctx context.Context, op, path string, fn func() error) error
 			if c.ctx.Err() != nil {
 				return fmt.Errorf("%w: %s %s: %w", ErrClosed, op, path, err)
 			}
-			return fmt.Errorf("serving/zk: %s %s: %w", op, path, err)
+			return fmt.Errorf("zk: %s %s: %w", op, path, err)
 		}
 		select {
-		case <-time.After(b.next()):
+		case <-time.After(b.Next()):
 		case <-ctx.Done():
-			return fmt.Errorf("serving/zk: %s %s: %w (last error: %w)", op, path, ctx.Err(), err)
+			return fmt.Errorf("zk: %s %s: %w (last error: %w)", op, path, ctx.Err(), err)
 		case <-c.ctx.Done():
 		}
 	}
@@ -344,9 +353,9 @@ func transient(err error) bool {
 		errors.Is(err, gozk.ErrSessionExpired) || errors.Is(err, gozk.ErrSessionMoved)
 }
 
-// checkPath accepts an absolute znode path other than "/" with no empty segment and no
-// trailing '/'.
-func checkPath(path string) error {
+// CheckPath accepts an absolute znode path other than "/" with no empty segment and no
+// trailing '/'; other paths are an error wrapping ErrInvalidArgument.
+func CheckPath(path string) error {
 	if !strings.HasPrefix(path, "/") || path == "/" || strings.HasSuffix(path, "/") || strings.Contains(path, "//") {
 		return fmt.Errorf("%w: znode path %q", ErrInvalidArgument, path)
 	}
@@ -359,7 +368,7 @@ func openACL() []gozk.ACL { return gozk.WorldACL(gozk.PermAll) }
 // EnsurePath creates path and its missing parents as persistent empty nodes; an existing
 // node is left alone (kazoo ensure_path).
 func (c *Client) EnsurePath(ctx context.Context, path string) error {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return err
 	}
 	return c.ensure(ctx, path, true)
@@ -398,7 +407,7 @@ func (c *Client) ensure(ctx context.Context, path string, self bool) error {
 // Create creates a persistent node holding data, creating missing parents first when
 // makepath is set. An existing node is an error wrapping ErrNodeExists.
 func (c *Client) Create(ctx context.Context, path string, data []byte, makepath bool) error {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return err
 	}
 	if makepath {
@@ -423,7 +432,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, makepath 
 // CreateOrSet writes data to the persistent node at path, creating it and its missing
 // parents (the reference's create_znode with makepath).
 func (c *Client) CreateOrSet(ctx context.Context, path string, data []byte) error {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return err
 	}
 	if err := c.ensure(ctx, path, false); err != nil {
@@ -443,7 +452,7 @@ func (c *Client) CreateOrSet(ctx context.Context, path string, data []byte) erro
 // re-created in the new session until DeleteEphemeral or Close. A node already at path
 // that belongs to another session (or is persistent) is replaced, with a warning.
 func (c *Client) SetEphemeral(ctx context.Context, path string, data []byte) error {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return err
 	}
 	data = slices.Clone(data)
@@ -473,7 +482,7 @@ func (c *Client) own(path string, data []byte) {
 // re-created at the same path after a session expiry). A create retried after a lost reply
 // adopts the node of this session holding the same data instead of making a second one.
 func (c *Client) CreateEphemeralSequential(ctx context.Context, path string, data []byte) (string, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return "", err
 	}
 	data = slices.Clone(data)
@@ -530,7 +539,7 @@ func (c *Client) findSequential(parent, base string, data []byte) (string, bool)
 
 // DeleteEphemeral forgets an owned node and deletes it; a missing node is not an error.
 func (c *Client) DeleteEphemeral(ctx context.Context, path string) error {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return err
 	}
 	c.ephMu.Lock()
@@ -583,7 +592,7 @@ func (c *Client) assertEphemeral(ctx context.Context, path string, data []byte) 
 
 // Set writes data to an existing node (any version).
 func (c *Client) Set(ctx context.Context, path string, data []byte) error {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return err
 	}
 	return c.do(ctx, "set", path, func() error {
@@ -594,7 +603,7 @@ func (c *Client) Set(ctx context.Context, path string, data []byte) error {
 
 // Get returns a node's data and stat; a missing node is an error wrapping ErrNoNode.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, *Stat, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return nil, nil, err
 	}
 	var data []byte
@@ -612,7 +621,7 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, *Stat, error) {
 
 // Exists reports whether a node exists.
 func (c *Client) Exists(ctx context.Context, path string) (bool, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -630,7 +639,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, error) {
 // Children returns a node's children, sorted (a server's order is unspecified); a missing
 // node is an error wrapping ErrNoNode.
 func (c *Client) Children(ctx context.Context, path string) ([]string, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
 	var children []string
@@ -649,7 +658,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, error) {
 // Delete deletes a node, and with recursive its descendants first (depth first). A
 // missing node is an error wrapping ErrNoNode; a missing descendant is not.
 func (c *Client) Delete(ctx context.Context, path string, recursive bool) error {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return err
 	}
 	if recursive {
@@ -686,17 +695,23 @@ func (z zkLogger) Printf(format string, args ...any) {
 	z.l.Log(context.Background(), level, "zookeeper client: "+msg)
 }
 
-// backoff is a capped exponential backoff with jitter.
-type backoff struct{ cur time.Duration }
+// Backoff is a capped exponential backoff with jitter: Next doubles a ceiling from
+// BackoffMin up to BackoffMax and returns a duration between half of it and all of it. The
+// zero value is ready; Reset starts over after a success. It is not safe for concurrent
+// use.
+type Backoff struct{ cur time.Duration }
 
+// Bounds of Backoff's ceiling.
 const (
-	backoffMin = 50 * time.Millisecond
-	backoffMax = 2 * time.Second
+	BackoffMin = 50 * time.Millisecond
+	BackoffMax = 2 * time.Second
 )
 
-func (b *backoff) next() time.Duration {
-	b.cur = min(max(2*b.cur, backoffMin), backoffMax)
+// Next returns the next wait.
+func (b *Backoff) Next() time.Duration {
+	b.cur = min(max(2*b.cur, BackoffMin), BackoffMax)
 	return b.cur/2 + time.Duration(time.Now().UnixNano()%int64(b.cur/2))
 }
 
-func (b *backoff) reset() { b.cur = 0 }
+// Reset makes the next wait the shortest again.
+func (b *Backoff) Reset() { b.cur = 0 }

@@ -36,11 +36,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	var err error
 	if m.events, err = metricsrv.Register(reg, m.events); err != nil {
-		return nil, fmt.Errorf("serving/zk: register metrics: %w", err)
+		return nil, fmt.Errorf("zk: register metrics: %w", err)
 	}
 	for _, c := range []*prometheus.Counter{&m.reconnects, &m.expiries, &m.reregistrations} {
 		if *c, err = metricsrv.Register(reg, *c); err != nil {
-			return nil, fmt.Errorf("serving/zk: register metrics: %w", err)
+			return nil, fmt.Errorf("zk: register metrics: %w", err)
 		}
 	}
 	return &m, nil

@@ -6,8 +6,8 @@ import (
 )
 
 // WatchSet is a set of watches on one Client, at most one per path, stopped together: the
-// shape of the serving agent's caches, which follow a tree level by level (ReplicaWatcher,
-// ZKMirror). Its methods are safe for concurrent use.
+// shape of caches that follow a tree level by level (serving/replica's Watcher). Its
+// methods are safe for concurrent use.
 type WatchSet struct {
 	c       *Client
 	mu      sync.Mutex

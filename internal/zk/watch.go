@@ -46,15 +46,17 @@ func (w *Watch) Stopped() bool {
 // returns after the first call, bounded by ctx; a missing node is an error wrapping
 // ErrNoNode.
 func (c *Client) WatchChildren(ctx context.Context, path string, fn func(children []string) bool) (*Watch, error) {
-	return c.watchChildren(ctx, path, func(_ context.Context, children []string) (bool, error) {
+	return c.WatchChildrenRetry(ctx, path, func(_ context.Context, children []string) (bool, error) {
 		return fn(children), nil
 	})
 }
 
-// watchChildren is WatchChildren with a callback that may fail: an error is logged and
-// the listing retried (and fn called again) after a backoff. ctx passed to fn ends with
-// the watch.
-func (c *Client) watchChildren(ctx context.Context, path string, fn func(ctx context.Context, children []string) (bool, error)) (*Watch, error) {
+// WatchChildrenRetry is WatchChildren with a callback that may fail: an error is logged
+// and the listing retried (and fn called again) after a backoff, and WatchChildrenRetry
+// returns after fn's first success. ErrIncomplete from fn counts as a success that fn wants
+// to see again: it is called once more after a backoff unless the children change first.
+// ctx passed to fn ends with the watch.
+func (c *Client) WatchChildrenRetry(ctx context.Context, path string, fn func(ctx context.Context, children []string) (bool, error)) (*Watch, error) {
 	return c.startWatch(ctx, path, func(wctx context.Context, first chan<- error) {
 		c.childrenLoop(wctx, path, fn, first)
 	})
@@ -101,7 +103,7 @@ func (c *Client) WatchData(ctx context.Context, path string, fn func(data []byte
 // startWatch runs loop on a new goroutine and waits for its first report: nil after the
 // first callback, or an error when it gave up.
 func (c *Client) startWatch(ctx context.Context, path string, loop func(context.Context, chan<- error)) (*Watch, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(c.ctx)
@@ -135,14 +137,14 @@ func (c *Client) startWatch(ctx context.Context, path string, loop func(context.
 	case <-ctx.Done():
 		cancel()
 		<-w.done
-		return nil, fmt.Errorf("serving/zk: watch %s: %w", path, ctx.Err())
+		return nil, fmt.Errorf("zk: watch %s: %w", path, ctx.Err())
 	}
 }
 
-// errIncomplete, from a children callback, means that it applied what it could but some
-// of what it read depends on other nodes that may yet appear: the loop treats the call as
-// a success and calls it again after a backoff unless the children change first.
-var errIncomplete = errors.New("serving/zk: incomplete")
+// ErrIncomplete, from a WatchChildrenRetry callback, means that it applied what it could
+// but some of what it read depends on other nodes that may yet appear: the watch treats the
+// call as a success and calls it again after a backoff unless the children change first.
+var ErrIncomplete = errors.New("zk: incomplete")
 
 // childrenLoop is the body of a children watch; see WatchChildren.
 func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.Context, []string) (bool, error), first chan<- error) {
@@ -150,7 +152,7 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 		prior    []string
 		called   bool // fn succeeded at least once
 		skipSame bool // re-armed after a lost watch: an unchanged list is not reported
-		b        backoff
+		b        Backoff
 	)
 	wait := func(d time.Duration) bool {
 		select {
@@ -193,7 +195,7 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 			return
 		case err != nil:
 			c.logger.Warn("children watch: listing failed; retrying", "znode", path, "err", err)
-			if !wait(b.next()) {
+			if !wait(b.Next()) {
 				return
 			}
 			continue
@@ -204,11 +206,11 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 			if ctx.Err() != nil {
 				return
 			}
-			if err != nil && !errors.Is(err, errIncomplete) {
+			if err != nil && !errors.Is(err, ErrIncomplete) {
 				c.logger.Warn("children watch: callback failed; retrying", "znode", path, "err", err)
 				skipSame = false
 				pending = ch
-				if !wait(b.next()) {
+				if !wait(b.Next()) {
 					return
 				}
 				continue
@@ -221,11 +223,11 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 			if !keep {
 				return
 			}
-			if err != nil { // errIncomplete: listen, and look again after a backoff
+			if err != nil { // ErrIncomplete: listen, and look again after a backoff
 				skipSame = false
 				select {
 				case <-ch:
-				case <-time.After(b.next()):
+				case <-time.After(b.Next()):
 					pending = ch
 				case <-ctx.Done():
 					return
@@ -233,7 +235,7 @@ func (c *Client) childrenLoop(ctx context.Context, path string, fn func(context.
 				continue
 			}
 		}
-		b.reset()
+		b.Reset()
 		skipSame = false
 		select {
 		case ev := <-ch:
@@ -252,7 +254,7 @@ func (c *Client) dataLoop(ctx context.Context, path string, fn func([]byte, *Sta
 	var (
 		last   *Stat // stat at the last call; nil when the node was missing
 		called bool
-		b      backoff
+		b      Backoff
 	)
 	for {
 		var (
@@ -284,13 +286,13 @@ func (c *Client) dataLoop(ctx context.Context, path string, fn func([]byte, *Sta
 		case err != nil:
 			c.logger.Warn("data watch: read failed; retrying", "znode", path, "err", err)
 			select {
-			case <-time.After(b.next()):
+			case <-time.After(b.Next()):
 				continue
 			case <-ctx.Done():
 				return
 			}
 		}
-		b.reset()
+		b.Reset()
 		ev, call := DataInitial, true
 		switch {
 		case !called:
