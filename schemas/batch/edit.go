@@ -165,10 +165,16 @@ func LineIDBytes(rec arrow.RecordBatch, r int) ([]byte, error) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
-	lv := logicalOf(rec.Column(idx[0]))
+	col := rec.Column(idx[0])
+	lv := logicalOf(col)
 	b, ok := lv.values.(*array.Binary)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s has type %s", ErrLayout, ColLineID, rec.Column(idx[0]).DataType())
+		return nil, fmt.Errorf("%w: %s has type %s", ErrLayout, ColLineID, col.DataType())
+	}
+	if r < 0 || r >= col.Len() {
+		// A row outside the column (or a column shorter than the batch) is an error, not
+		// an index out of range.
+		return nil, fmt.Errorf("%w: %s: row %d of %d", ErrLayout, ColLineID, r, col.Len())
 	}
 	p := lv.index(r)
 	if b.IsNull(p) {

@@ -80,6 +80,9 @@ func readColumns(rec arrow.RecordBatch) (*columns, error) {
 		if col.Len() != cs.rows {
 			return nil, fmt.Errorf("%w: column %q has %d rows, record has %d", ErrLayout, f.Name, col.Len(), cs.rows)
 		}
+		if err := checkShared(f.Name, col, cs.rows); err != nil {
+			return nil, err
+		}
 		switch RoleOf(f) {
 		case RoleFeature:
 			fr, err := newFeatureReader(f, col)
@@ -91,7 +94,9 @@ func readColumns(rec arrow.RecordBatch) (*columns, error) {
 			cs.features = append(cs.features, fr)
 		case RoleLabel:
 			cs.label, cs.labelCol = &s.Fields()[i], logicalOf(col)
-			if _, ok := cs.labelCol.values.(*array.List); !ok {
+			// labelAt reads the values as float32: a list of another type (a decoded IPC
+			// element can hold any) must fail here, not panic there.
+			if l, ok := cs.labelCol.values.(*array.List); !ok || !isFloat32(l.ListValues()) {
 				return nil, fmt.Errorf("%w: %s has type %s", ErrLayout, f.Name, col.DataType())
 			}
 			cs.order = append(cs.order, orderLabel)
@@ -150,6 +155,9 @@ func readColumns(rec arrow.RecordBatch) (*columns, error) {
 			}
 			if _, ok := hl.ListValues().(*array.Uint8); !ok {
 				return nil, fmt.Errorf("%w: feature %q: v1 signature column has type %s", ErrLayout, of, a.DataType())
+			}
+			if err := fr.checkHi(cs.rows); err != nil {
+				return nil, err
 			}
 		}
 		if a, ok := comp[RoleCell]; ok {
@@ -226,6 +234,48 @@ func newFeatureReaderType(f arrow.Field) (*featureReader, error) {
 	return fr, nil
 }
 
+// checkShared checks that a run-end encoded (shared) column is one run covering every row,
+// as the layout has it. The readers of a shared column read its first cell for every row,
+// so a column of several runs (which a decoded IPC element can hold) would lose the others.
+func checkShared(name string, col arrow.Array, rows int) error {
+	ree, ok := col.(*array.RunEndEncoded)
+	if !ok || rows == 0 {
+		return nil
+	}
+	if first, last := ree.GetPhysicalIndex(0), ree.GetPhysicalIndex(rows-1); first != last {
+		return fmt.Errorf("%w: shared column %q has %d runs, want one", ErrLayout, name, last-first+1)
+	}
+	return nil
+}
+
+func isFloat32(a arrow.Array) bool {
+	_, ok := a.(*array.Float32)
+	return ok
+}
+
+// checkHi checks that the v1 signature column has one entry per fid in every non-null
+// cell of the feature: fidsAt indexes the two cells in step, and a decoded IPC element
+// whose companion has the right total but other cell boundaries (a fuzz-found crash)
+// would index past the shorter one. O(rows), no allocation.
+func (fr *featureReader) checkHi(rows int) error {
+	ml, hl := fr.main.values.(*array.List), fr.hi.values.(*array.List)
+	if fr.main.shared() && rows > 0 {
+		rows = 1 // one cell for every row (checkShared)
+	}
+	for r := 0; r < rows; r++ {
+		p := fr.main.index(r)
+		if ml.IsNull(p) {
+			continue // never read
+		}
+		ms, me := listRange(ml, p)
+		hs, he := listRange(hl, fr.hi.index(r))
+		if me-ms != he-hs {
+			return fmt.Errorf("%w: feature %q row %d: %d fids but %d v1 signatures in %s%s", ErrLayout, fr.name, r, me-ms, he-hs, v1hiPrefix, fr.name)
+		}
+	}
+	return nil
+}
+
 // isNull reports whether element i of a is null; every element of a null-typed array is
 // (arrow-go's Null array has no validity bitmap and answers false).
 func isNull(a arrow.Array, i int) bool {
@@ -247,14 +297,36 @@ func (fr *featureReader) checkCells(rows int) error {
 		return fmt.Errorf("%w: feature %q has type %s", ErrLayout, fr.name, flat)
 	}
 	for r := 0; r < rows; r++ {
-		k := Kind(fr.cells.values.(*array.Uint8).Value(fr.cells.index(r)))
-		null := isNull(fr.main.values, fr.main.index(r))
-		switch {
-		case k.IsValue() && (null || k.family() != fam && !(fam == famFidLists && k == KindFidV1Lists)):
-			return fmt.Errorf("%w: feature %q row %d: cell kind %s does not match the column", ErrLayout, fr.name, r, k)
-		case !k.IsValue() && (!null || k != KindUnset && k != KindNoFeature && k != KindAbsent):
-			return fmt.Errorf("%w: feature %q row %d: cell kind %s on a cell with a value", ErrLayout, fr.name, r, k)
+		if err := fr.checkCellFam(r, fam); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkCell is checkCells for row r alone.
+func (fr *featureReader) checkCell(r int) error {
+	flat := FlatType(fr.main.values.DataType())
+	for f := famFid; f <= famFidV1Lists; f++ {
+		if arrow.TypeEqual(flat, f.arrowType()) {
+			return fr.checkCellFam(r, f)
+		}
+	}
+	if flat.ID() != arrow.NULL {
+		return fmt.Errorf("%w: feature %q has type %s", ErrLayout, fr.name, flat)
+	}
+	return fr.checkCellFam(r, famNone)
+}
+
+// checkCellFam checks the kind of row r against a column of family fam (famNone: null type).
+func (fr *featureReader) checkCellFam(r int, fam family) error {
+	k := Kind(fr.cells.values.(*array.Uint8).Value(fr.cells.index(r)))
+	null := isNull(fr.main.values, fr.main.index(r))
+	switch {
+	case k.IsValue() && (null || k.family() != fam && !(fam == famFidLists && k == KindFidV1Lists)):
+		return fmt.Errorf("%w: feature %q row %d: cell kind %s does not match the column", ErrLayout, fr.name, r, k)
+	case !k.IsValue() && (!null || k != KindUnset && k != KindNoFeature && k != KindAbsent):
+		return fmt.Errorf("%w: feature %q row %d: cell kind %s on a cell with a value", ErrLayout, fr.name, r, k)
 	}
 	return nil
 }

@@ -49,11 +49,23 @@ func (d Dense) Row(r int) []float32 {
 	return d.Values[d.Offsets[r]:d.Offsets[r+1]]
 }
 
+// noCells holds the offsets of views without values, read-only: one empty shared cell, or
+// (noCells[:1]) no cells.
+var noCells = []int32{0, 0}
+
 // listView returns the offsets and child array of a (possibly run-end encoded) list column.
 func listView(col arrow.Array) (offs []int32, child arrow.Array, shared bool, ok bool) {
 	lv := logicalOf(col)
 	switch v := lv.values.(type) {
 	case *array.List:
+		if col.Len() == 0 {
+			// An empty list array may come without offsets (an IPC stream's zero-row batch
+			// has none), and the values of an empty shared column may be empty too.
+			if lv.shared() {
+				return noCells, v.ListValues(), true, true
+			}
+			return noCells[:1], v.ListValues(), false, true
+		}
 		if lv.shared() {
 			p := lv.index(0)
 			return v.Offsets()[v.Offset()+p : v.Offset()+p+2], v.ListValues(), true, true
@@ -93,6 +105,11 @@ func SparseAt(rec arrow.RecordBatch, i int) (Sparse, error) {
 	if !mixed && !k.IsFid() && k != KindUnset {
 		return s, fmt.Errorf("schemas/batch: feature %q holds %s, not fids", f.Name, k)
 	}
+	if n := rec.Column(i).Len(); n != s.Rows {
+		// Row(r) indexes the offsets by logical row: a column shorter than the batch
+		// would panic there.
+		return s, fmt.Errorf("%w: column %q has %d rows, record has %d", ErrLayout, f.Name, n, s.Rows)
+	}
 	offs, child, shared, ok := listView(rec.Column(i))
 	if ok && child != nil {
 		u, isU64 := child.(*array.Uint64)
@@ -115,6 +132,10 @@ func DenseColumn(rec arrow.RecordBatch, name string) (Dense, error) {
 		return Dense{}, fmt.Errorf("schemas/batch: column %q: %d columns have that name", name, len(idx))
 	}
 	d := Dense{Name: name, Rows: int(rec.NumRows())}
+	if n := rec.Column(idx[0]).Len(); n != d.Rows {
+		// As in SparseAt: Row(r) would index past a short column.
+		return d, fmt.Errorf("%w: column %q has %d rows, record has %d", ErrLayout, name, n, d.Rows)
+	}
 	offs, child, shared, ok := listView(rec.Column(idx[0]))
 	if !ok {
 		return d, fmt.Errorf("schemas/batch: column %q has type %s, not list<float32>", name, rec.Column(idx[0]).DataType())
@@ -150,19 +171,52 @@ func RawFids(rec arrow.RecordBatch, i, r int, dst []uint64) ([]uint64, error) {
 	if err != nil {
 		return dst, err
 	}
+	if r < 0 || r >= int(rec.NumRows()) {
+		return dst, fmt.Errorf("schemas/batch: feature %q: row %d of %d", f.Name, r, rec.NumRows())
+	}
+	if n := rec.Column(i).Len(); n != int(rec.NumRows()) {
+		return dst, fmt.Errorf("%w: column %q has %d rows, record has %d", ErrLayout, f.Name, n, rec.NumRows())
+	}
+	// The companions are checked for the one row read, so that a batch off the layout
+	// (companions of another type, length or cell boundaries) is an error, not a panic.
 	if fr.mixed {
 		idx := rec.Schema().FieldIndices(cellPrefix + f.Name)
 		if len(idx) != 1 {
 			return dst, fmt.Errorf("%w: feature %q has mixed kinds but no cell-kind column", ErrLayout, f.Name)
 		}
-		fr.cells = logicalOf(rec.Column(idx[0]))
+		col := rec.Column(idx[0])
+		fr.cells = logicalOf(col)
+		if _, ok := fr.cells.values.(*array.Uint8); !ok || col.Len() != int(rec.NumRows()) {
+			return dst, fmt.Errorf("%w: feature %q: bad cell-kind column", ErrLayout, f.Name)
+		}
+		if err := fr.checkCell(r); err != nil {
+			return dst, err
+		}
 	}
 	if idx := rec.Schema().FieldIndices(v1hiPrefix + f.Name); len(idx) == 1 {
-		fr.hi = logicalOf(rec.Column(idx[0]))
+		col := rec.Column(idx[0])
+		fr.hi = logicalOf(col)
+		hl, ok1 := fr.hi.values.(*array.List)
+		ml, ok2 := fr.main.values.(*array.List)
+		if !ok1 || !ok2 || !isUint8(hl.ListValues()) || col.Len() != int(rec.NumRows()) {
+			return dst, fmt.Errorf("%w: feature %q: v1 signature column does not match its fids", ErrLayout, f.Name)
+		}
+		if p := fr.main.index(r); !ml.IsNull(p) {
+			ms, me := listRange(ml, p)
+			hs, he := listRange(hl, fr.hi.index(r))
+			if me-ms != he-hs {
+				return dst, fmt.Errorf("%w: feature %q row %d: %d fids but %d v1 signatures", ErrLayout, f.Name, r, me-ms, he-hs)
+			}
+		}
 	}
 	k := fr.kindAt(r)
 	if !k.IsFid() {
 		return dst, nil
 	}
 	return append(dst, fr.fidsAt(r, k)...), nil
+}
+
+func isUint8(a arrow.Array) bool {
+	_, ok := a.(*array.Uint8)
+	return ok
 }

@@ -36,6 +36,9 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator, batchRows int64) (f *F
 			f = nil
 		}
 	}()
+	if err := checkFooter(r); err != nil {
+		return f, err
+	}
 	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
 	if f.Parquet, err = file.NewParquetReader(noClose{r}, file.WithReadProps(props)); err != nil {
