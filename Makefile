@@ -16,7 +16,7 @@ build:
 # but for the benchmark harness, and checks leaks with goleak) and the Beam transforms,
 # whose DoFns run in concurrent bundles.
 RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... ./pipelines/... ./runners/... \
-	./ps/... ./serving/... ./internal/zktest ./internal/metricsrv ./cmd/...
+	./ps/... ./serving/... ./internal/zktest ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
 
 ## deps: install the Debian packages the tests and the benchmark suite need, only those
 ## missing (protoc with its well-known types, ZooKeeper, NumPy); apt-get, through sudo when

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/monolith-go/monolith/internal/kernelbench"
+	"github.com/monolith-go/monolith/kernels/kernelbench"
 	"github.com/monolith-go/monolith/kernels/layout"
 	"github.com/monolith-go/monolith/kernels/shard"
 )

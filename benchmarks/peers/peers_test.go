@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/monolith-go/monolith/internal/kernelbench"
 	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/kernels/kernelbench"
 	"github.com/monolith-go/monolith/kernels/shard"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )

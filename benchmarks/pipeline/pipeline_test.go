@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
+	"github.com/monolith-go/monolith/runners/beamtest"
 )
 
 // TestMain lets the test binary serve as the benchmark's child process; as the parent, it

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/monolith-go/monolith/benchmarks"
-	"github.com/monolith-go/monolith/internal/kernelbench"
+	"github.com/monolith-go/monolith/kernels/kernelbench"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/monolith-go/monolith/internal/kernelbench"
+	"github.com/monolith-go/monolith/kernels/kernelbench"
 	"github.com/monolith-go/monolith/kernels/layout"
 	"github.com/monolith-go/monolith/kernels/shard"
 )
@@ -113,7 +113,7 @@ func (r *run) kernels(ctx context.Context) error {
 		for f := range c.In.Features {
 			fids[name] += len(c.In.Features[f].Values)
 		}
-		r.res.Inputs = append(r.res.Inputs, fmt.Sprintf("kernels, %s: B=%d, P=%d, %d features, %d fids (internal/kernelbench)", name, c.In.Rows, c.PS, len(c.In.Features), fids[name]))
+		r.res.Inputs = append(r.res.Inputs, fmt.Sprintf("kernels, %s: B=%d, P=%d, %d features, %d fids (kernels/kernelbench)", name, c.In.Rows, c.PS, len(c.In.Features), fids[name]))
 		for _, kr := range krs {
 			if err := ctx.Err(); err != nil {
 				return err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/monolith-go/monolith/benchmarks/internal/child"
 	"github.com/monolith-go/monolith/benchmarks/pipeline"
-	"github.com/monolith-go/monolith/internal/kernelbench"
+	"github.com/monolith-go/monolith/kernels/kernelbench"
 	"github.com/monolith-go/monolith/kernels/layout"
 	"github.com/monolith-go/monolith/kernels/shard"
 )
@@ -118,7 +118,7 @@ func MaybeChild(ctx context.Context) (bool, error) {
 func (r *run) scaling(ctx context.Context) error {
 	rows, base, distinct := r.sz.streamRows, r.sz.streamBatches, r.sz.streamDistinct
 	r.res.Inputs = append(r.res.Inputs,
-		fmt.Sprintf("scaling with input size: streams of %d × %v batches of the large kernel shape with B = %d (internal/kernelbench.LargeRows), cycling through %d distinct batches, 1 goroutine; each stage and size in its own process", base, r.sz.scales, rows, distinct),
+		fmt.Sprintf("scaling with input size: streams of %d × %v batches of the large kernel shape with B = %d (kernels/kernelbench.LargeRows), cycling through %d distinct batches, 1 goroutine; each stage and size in its own process", base, r.sz.scales, rows, distinct),
 		fmt.Sprintf("scaling with batch size: one batch of the large kernel shape with B = %d × %v rows, 1 goroutine", r.sz.kernelRows, r.sz.scales))
 	for _, stage := range []string{stageShard, stageForward, stageBackward} {
 		for _, s := range r.sz.scales {

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/report.golden.md")
+var update = flag.Bool("update-golden", false, "rewrite testdata/report.golden.md (not -update: the Beam SDK's dataflow runner, linked in through runners, defines that flag)")
 
 // TestMain lets the test binary serve as the suite's child process; as the parent, it
 // fails the tests if a goroutine outlives them (goleak).
@@ -148,7 +148,7 @@ func sample() *Results {
 	}
 }
 
-// TestReportGolden pins the Markdown of a fixed result (go test -run TestReportGolden -update
+// TestReportGolden pins the Markdown of a fixed result (go test -run TestReportGolden -update-golden
 // rewrites it).
 func TestReportGolden(t *testing.T) {
 	var b bytes.Buffer
@@ -163,7 +163,7 @@ func TestReportGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
+		t.Fatalf("%v (run with -update-golden to create it)", err)
 	}
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Errorf("report differs from %s:\n%s", golden, b.String())

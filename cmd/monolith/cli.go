@@ -42,6 +42,7 @@ func commands() map[string]command {
 		"agent-controller": {"declare, publish and unpublish exported saved models in ZooKeeper layouts; print bzid_info", runAgentController},
 		"fake-export":      {"write a fake exported model tree (entry, ps_i with saved_model.pb) for agent demos and tests", runFakeExport},
 		"ctl":              {"pause, resume, checkpoint or query a running training job through its controller (--model-dir)", runCtl},
+		"worker-pool":      {"serve Beam's worker pool for EXTERNAL environments: one process of this binary per SDK worker, until SIGTERM", runWorkerPool},
 
 		"ps":        {"run one parameter-server shard (gRPC) until SIGTERM, checkpointing on shutdown", runPS},
 		"ps-client": {"call a parameter server: lookup, apply, stats, barrier, health, save (JSON output)", runPSClient},

@@ -6,11 +6,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/monolith-go/monolith/io/tableexport"
+	"github.com/monolith-go/monolith/ps/export"
 )
 
 // runExport is `monolith export`: it writes the embedding tables of a parameter-server
-// checkpoint as EntryDump TFRecords, Avro or Parquet files (io/tableexport), one file per
+// checkpoint as EntryDump TFRecords, Avro or Parquet files (ps/export), one file per
 // table, and by default reads them back and compares them with the checkpoint.
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", stderr)
@@ -35,11 +35,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *ckpt == "" || *to == "" || *output == "" {
 		return fmt.Errorf("%w: export needs --checkpoint, --to and --output", errUsage)
 	}
-	format, err := tableexport.ParseFormat(*to)
+	format, err := export.ParseFormat(*to)
 	if err != nil {
 		return fmt.Errorf("%w: --to: %v", errUsage, err)
 	}
-	src, err := tableexport.Resolve(*ckpt)
+	src, err := export.Resolve(*ckpt)
 	if err != nil {
 		return err
 	}
@@ -55,13 +55,13 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	describe(stdout, stderr, src)
-	sum, err := tableexport.Export(ctx, src, format, *output)
+	sum, err := export.Export(ctx, src, format, *output)
 	if err != nil {
 		return err
 	}
 	status := "not verified"
 	if *verify {
-		if sum, err = tableexport.Verify(ctx, src, format, *output); err != nil {
+		if sum, err = export.Verify(ctx, src, format, *output); err != nil {
 			return err
 		}
 		status = "verified"
@@ -74,7 +74,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // describe prints which checkpoints are exported, and notes on stderr what may surprise:
 // shards saved at different steps, or one shard of several.
-func describe(stdout, stderr io.Writer, src *tableexport.Source) {
+func describe(stdout, stderr io.Writer, src *export.Source) {
 	if len(src.Shards) == 1 {
 		s := src.Shards[0]
 		fmt.Fprintf(stdout, "checkpoint %s (step %d): %d table(s)\n", s.Checkpoint, s.Step, len(src.Tables))

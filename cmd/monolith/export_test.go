@@ -14,8 +14,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/prototext"
 
-	"github.com/monolith-go/monolith/io/tableexport"
 	"github.com/monolith-go/monolith/ps/checkpoint"
+	"github.com/monolith-go/monolith/ps/export"
 	"github.com/monolith-go/monolith/ps/table"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
@@ -94,10 +94,10 @@ func TestExportCommand(t *testing.T) {
 			if len(lines) != 2 {
 				t.Fatalf("want 2 table lines in %q", stdout.String())
 			}
-			f, _ := tableexport.ParseFormat(to)
+			f, _ := export.ParseFormat(to)
 			for i, m := range lines {
 				tb := tables[i]
-				want := filepath.Join(out, tableexport.FileName(tb.Name(), f))
+				want := filepath.Join(out, export.FileName(tb.Name(), f))
 				if m[1] != tb.Name() || m[2] != fmt.Sprint(tb.Size()) || m[3] != fmt.Sprint(tb.Dim()) || m[4] != want || m[6] != "verified" {
 					t.Errorf("line %q: want table %s, %d entries, dim %d, file %s, verified", m[0], tb.Name(), tb.Size(), tb.Dim(), want)
 				}
@@ -139,12 +139,12 @@ func TestExportCommandShardsAndTables(t *testing.T) {
 		t.Errorf("output folder: %v", ents)
 	}
 	// The file verifies on its own too.
-	src, err := tableexport.Resolve(root)
+	src, err := export.Resolve(root)
 	if err == nil {
 		src, err = src.Only([]string{"item/v2"})
 	}
 	if err == nil {
-		_, err = tableexport.Verify(context.Background(), src, tableexport.Parquet, out)
+		_, err = export.Verify(context.Background(), src, export.Parquet, out)
 	}
 	if err != nil {
 		t.Error(err)

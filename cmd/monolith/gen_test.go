@@ -17,7 +17,6 @@ import (
 
 	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/io/synth"
-	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
@@ -143,7 +142,7 @@ func TestGen(t *testing.T) {
 			if len(d.labels) != 1000 {
 				t.Errorf("%d labels, want 2 per row", len(d.labels))
 			}
-			cfg, err := featcfg.LoadFile(fcPath)
+			cfg, err := loadFeatureConfig(fcPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,7 +360,7 @@ func TestGenPlanted(t *testing.T) {
 				t.Errorf("FM: lr-only AUC %v close to the Bayes AUC %v", info.LROnlyAUC, info.BayesAUC)
 			}
 			fcPath := filepath.Join(dir, "feature_configs.pbtxt")
-			cfg, err := featcfg.LoadFile(fcPath)
+			cfg, err := loadFeatureConfig(fcPath)
 			if err != nil {
 				t.Fatal(err)
 			}

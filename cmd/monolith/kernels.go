@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/monolith-go/monolith/io/dataset"
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/layout"
 	"github.com/monolith-go/monolith/kernels/shard"
@@ -52,7 +53,7 @@ func (k *kernelFlags) open() (*featcfg.Config, *shard.Sharder, *dataset.Reader, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg, err := featcfg.LoadFile(k.configs)
+	cfg, err := loadFeatureConfig(k.configs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -116,7 +117,7 @@ func runShard(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	enc := json.NewEncoder(stdout)
-	cfg, err := featcfg.LoadFile(k.configs)
+	cfg, err := loadFeatureConfig(k.configs)
 	if k.configs != "" && err != nil {
 		return err
 	}
@@ -222,7 +223,7 @@ func runLayout(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *grad != "" && *grad != "synthetic" {
 		return fmt.Errorf("%w: --grad %q: only synthetic is supported", errUsage, *grad)
 	}
-	cfg, err := featcfg.LoadFile(k.configs)
+	cfg, err := loadFeatureConfig(k.configs)
 	if k.configs != "" && err != nil {
 		return err
 	}
@@ -285,4 +286,17 @@ func runLayout(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
+}
+
+// loadFeatureConfig reads and preprocesses a FeatureConfigs file.
+func loadFeatureConfig(path string) (*featcfg.Config, error) {
+	fc, err := pbtext.ReadFeatureConfigsFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := featcfg.New(fc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
 }

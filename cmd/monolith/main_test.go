@@ -20,10 +20,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
 	"github.com/monolith-go/monolith/internal/fixtures"
 	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 )
 
 // runCLI runs the command line and returns stdout, stderr and the error.

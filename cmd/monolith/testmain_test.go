@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
+	"github.com/monolith-go/monolith/runners/beamtest"
 )
 
 // envTestMain makes the test binary behave as monolith itself, so that tests can run

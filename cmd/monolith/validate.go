@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/io/featurelist"
-	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/pipelines/validate"
 	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/transforms/beamio"
 )
 
 // errChecksFailed is returned when validation ran and some check failed.
@@ -58,7 +58,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	fc, err := featcfg.Load(*configs)
+	fc, err := pbtext.ReadFeatureConfigsFile(*configs)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,15 @@
 //
 // The first failing input's error is returned by the Submit or Flush that reaches it in
 // order; the inputs after it are still waited for (never emitted) and the Pool is then
-// done. A Pool must be flushed (or closed) once: its workers stop there.
+// done. A Pool should be flushed (or closed) once.
+//
+// # Goroutines
+//
+// A worker goroutine runs only while inputs are queued: Submit starts one (up to W) when
+// it queues an input, and a worker whose queue is empty parks its state and exits. A Pool
+// that is never flushed, as when the runner abandons a failed bundle without calling
+// FinishBundle or Teardown (the Go SDK does), leaves no goroutine behind once its inputs
+// in flight are done.
 package ordered
 
 import (
@@ -55,10 +63,13 @@ type Pool[S, In, Out any] struct {
 
 	ring       []slot[In, Out]
 	head, used int      // oldest slot in flight, slots in flight
-	todo       chan int // slot indices for the workers
+	todo       chan int // slot indices for the workers (nil with one worker)
 	wg         sync.WaitGroup
-	closed     bool
-	err        error // first error reached in order
+
+	mu     sync.Mutex // guards idle, shared with the workers
+	idle   []S        // states of the workers not running
+	closed bool
+	err    error // first error reached in order
 }
 
 // New starts a pool of workers goroutines (at least 1) allowing limit inputs in flight
@@ -83,22 +94,46 @@ func New[S, In, Out any](ctx context.Context, workers, limit int, newState func(
 	}
 	if workers > 1 {
 		p.todo = make(chan int, limit)
-		for w := range workers {
-			st := p.states[w]
-			p.wg.Go(func() {
-				for i := range p.todo {
-					s := &p.ring[i]
-					if err := ctx.Err(); err != nil {
-						s.err = err
-					} else {
-						s.out, s.err = work(ctx, st, s.in)
-					}
-					s.done <- struct{}{}
-				}
-			})
-		}
+		p.idle = append([]S(nil), p.states...)
 	}
 	return p, nil
+}
+
+// wake starts a worker if one is idle; the input it is for was queued before.
+func (p *Pool[S, In, Out]) wake() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.idle)
+	if n == 0 {
+		return // every worker runs, and takes the input before it exits
+	}
+	st := p.idle[n-1]
+	p.idle = p.idle[:n-1]
+	p.wg.Go(func() { p.run(st) })
+}
+
+// run is a worker: it processes queued inputs until the queue is empty, then returns its
+// state to the idle list and exits. The check and the return happen under mu, which wake
+// takes after queueing, so no queued input is left without a worker.
+func (p *Pool[S, In, Out]) run(st S) {
+	for {
+		p.mu.Lock()
+		select {
+		case i := <-p.todo:
+			p.mu.Unlock()
+			s := &p.ring[i]
+			if err := p.ctx.Err(); err != nil {
+				s.err = err
+			} else {
+				s.out, s.err = p.work(p.ctx, st, s.in)
+			}
+			s.done <- struct{}{}
+		default:
+			p.idle = append(p.idle, st)
+			p.mu.Unlock()
+			return
+		}
+	}
 }
 
 // Workers is the number of workers.
@@ -131,6 +166,7 @@ func (p *Pool[S, In, Out]) Submit(in In, emit func(Out)) error {
 	s.in = in
 	p.used++
 	p.todo <- i // never blocks: at most len(ring) indices are queued
+	p.wake()
 	for p.used > 0 {
 		ready, err := p.tryHead(emit)
 		if err != nil || !ready {
@@ -211,10 +247,7 @@ func (p *Pool[S, In, Out]) Close() {
 
 func (p *Pool[S, In, Out]) stop() {
 	p.closed = true
-	if p.todo != nil {
-		close(p.todo)
-		p.wg.Wait()
-	}
+	p.wg.Wait() // the queue is empty: the workers are exiting
 }
 
 // States returns the workers' states (for their owner to close or read after Flush).

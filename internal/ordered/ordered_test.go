@@ -201,3 +201,21 @@ func BenchmarkSubmit(b *testing.B) {
 		})
 	}
 }
+
+// TestAbandonedPoolLeavesNoGoroutine is the pool of a bundle the runner abandoned after a
+// failure elsewhere in the stage: neither Flush nor Close is called, and once the inputs
+// in flight are done no worker goroutine is left.
+func TestAbandonedPoolLeavesNoGoroutine(t *testing.T) {
+	base := goleak.IgnoreCurrent()
+	p, err := New(context.Background(), 3, 6, func() (int, error) { return 0, nil },
+		func(_ context.Context, _ int, in int) (int, error) { time.Sleep(time.Millisecond); return in, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if err := p.Submit(i, func(int) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goleak.VerifyNone(t, base)
+}

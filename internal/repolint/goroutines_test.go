@@ -28,6 +28,11 @@ type pkg struct {
 
 // listPackages runs `go list -json ./...` at the module root.
 func listPackages(t *testing.T, root string) []pkg {
+	return listJSON[pkg](t, root)
+}
+
+// listJSON runs `go list -json ./...` at the module root and decodes each package as T.
+func listJSON[T any](t *testing.T, root string) []T {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-json", "./...")
 	cmd.Dir = root
@@ -35,10 +40,10 @@ func listPackages(t *testing.T, root string) []pkg {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	var pkgs []pkg
+	var pkgs []T
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for dec.More() {
-		var p pkg
+		var p T
 		if err := dec.Decode(&p); err != nil {
 			t.Fatalf("go list output: %v", err)
 		}

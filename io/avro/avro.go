@@ -8,7 +8,7 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
-	"github.com/monolith-go/monolith/io/internal/ocf"
+	"github.com/monolith-go/monolith/io/ocf"
 	"github.com/monolith-go/monolith/schemas/avsc"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/monolith-go/monolith/io/internal/ocf"
+	"github.com/monolith-go/monolith/io/ocf"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 

@@ -1,11 +1,11 @@
 package avro
 
 import (
-	"github.com/monolith-go/monolith/io/internal/ocf"
+	"github.com/monolith-go/monolith/io/ocf"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 
-// syncSize is the length of the sync marker (the container code is io/internal/ocf's).
+// syncSize is the length of the sync marker (the container code is io/ocf's).
 const syncSize = ocf.SyncSize
 
 // decoder decodes single rows from buf, as the Reader decodes the rows of a block, and

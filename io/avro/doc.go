@@ -21,8 +21,8 @@
 // frozen together with avsc.Row.
 //
 // The Writer encodes rows through github.com/linkedin/goavro/v2 (OCFWriter, converting rows
-// to goavro's native maps by hand). The Reader decodes the container (with io/internal/ocf,
-// which io/tableexport shares) and the rows itself, because goavro sizes its buffers from
+// to goavro's native maps by hand). The Reader decodes the container (with io/ocf,
+// which ps/export shares) and the rows itself, because goavro sizes its buffers from
 // counts read off the input (up to 2^31 items or bytes) and a corrupt count would exhaust
 // memory. The Reader checks every count against the bytes that are left, caps a block at
 // MaxBlockSize and accepts only files whose schema has the parsing canonical form of avsc.Row.

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 )
 
 // FuzzRoundTrip writes random small batches (every source, zero-row batches, NaN and

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/io/internal/ocf"
+	"github.com/monolith-go/monolith/io/ocf"
 	"github.com/monolith-go/monolith/schemas/avsc"
 	"github.com/monolith-go/monolith/schemas/batch"
 )

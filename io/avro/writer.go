@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/linkedin/goavro/v2"
 
-	"github.com/monolith-go/monolith/io/internal/ocf"
+	"github.com/monolith-go/monolith/io/ocf"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 

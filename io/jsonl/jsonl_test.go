@@ -12,8 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 )
 
 func writeAll(t testing.TB, recs []arrow.RecordBatch, opts ...Option) []byte {

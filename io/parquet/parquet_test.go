@@ -21,8 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/monolith-go/monolith/io/internal/pqfile"
+	"github.com/monolith-go/monolith/io/pqfile"
 	"github.com/monolith-go/monolith/schemas/batch"
 )
 

@@ -183,3 +183,18 @@ func ReadExampleBatchFile(path string) (*examplepb.ExampleBatch, error) {
 	}
 	return m, nil
 }
+
+// ReadFeatureConfigsFile reads a monolith.io.proto.FeatureConfigs: JSON from a .json
+// file, protobuf text from any other name (Monolith's configs come as .pbtxt, .conf and
+// more). kernels/featcfg.New preprocesses the result.
+func ReadFeatureConfigsFile(path string) (*examplepb.FeatureConfigs, error) {
+	f := Text
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		f = JSON
+	}
+	m := &examplepb.FeatureConfigs{}
+	if err := ReadFileAs(path, f, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

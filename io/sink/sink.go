@@ -1,7 +1,7 @@
 // Package sink writes Arrow batches (schemas/batch) to training-data files: framed
 // TFRecord or Monolith PB stream files of ExampleBatch, Example or Instance messages, and
 // Parquet, Avro or JSON-lines batch files. `monolith convert` and the Beam sinks of
-// io/beamio share it.
+// transforms/beamio share it.
 //
 // Files are created atomically (internal/atomicfile): Close commits a complete file, Abort
 // removes the partial one, and a reader never sees half a file. Standard output ("-") is

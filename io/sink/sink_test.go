@@ -12,10 +12,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
 	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/io/sink"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 )
 
 func readAll(t *testing.T, path string, typ batch.Source) []arrow.RecordBatch {

@@ -1,6 +1,6 @@
 package synth
 
-import "github.com/monolith-go/monolith/kernels/fid"
+import "github.com/monolith-go/monolith/schemas/fid"
 
 // Fid returns the fid of the rank-th most frequent value (rank >= 1) of the feature in
 // slot: a v1 fid when version is 1, else a v2 fid. The low 48 signature bits are a

@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 
 	"github.com/monolith-go/monolith/io/recordio"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // Result describes a generated data set.

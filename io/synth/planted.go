@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/monolith-go/monolith/internal/mix"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // PlantedKind is the model family of a Planted labeler.

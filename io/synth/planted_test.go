@@ -14,9 +14,9 @@ import (
 
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/kernels/featcfg"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // plantedConfig is the shape of `monolith gen --planted` data, smaller.

@@ -11,8 +11,8 @@ import (
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/pbstream"
 	"github.com/monolith-go/monolith/io/recordio"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // ErrConfig is wrapped by every error of Config.Validate.

@@ -24,10 +24,10 @@ import (
 	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/kernels/featcfg"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/kernels/shard"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
 )

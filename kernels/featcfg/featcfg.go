@@ -15,13 +15,10 @@ package featcfg
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
 
@@ -497,34 +494,4 @@ func (c *Config) CheckBatch(b int) error {
 		}
 	}
 	return nil
-}
-
-// Load reads a FeatureConfigs from protobuf text (.pbtxt and friends) or JSON (.json).
-func Load(path string) (*examplepb.FeatureConfigs, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("kernels/featcfg: %w", err)
-	}
-	f := pbtext.Text
-	if strings.EqualFold(filepath.Ext(path), ".json") {
-		f = pbtext.JSON
-	}
-	fc := &examplepb.FeatureConfigs{}
-	if err := pbtext.Unmarshal(path, b, f, fc); err != nil {
-		return nil, err
-	}
-	return fc, nil
-}
-
-// LoadFile reads and preprocesses a FeatureConfigs file.
-func LoadFile(path string) (*Config, error) {
-	fc, err := Load(path)
-	if err != nil {
-		return nil, err
-	}
-	c, err := New(fc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
 }

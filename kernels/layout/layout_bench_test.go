@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/monolith-go/monolith/internal/kernelbench"
+	"github.com/monolith-go/monolith/kernels/kernelbench"
 	"github.com/monolith-go/monolith/kernels/layout"
 	"github.com/monolith-go/monolith/kernels/shard"
 )

@@ -5,8 +5,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 )
 
 // TestGoldenFixture parses the golden ExampleBatch (io.md §6.1) with

@@ -9,8 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // Special values of the reference parsers (io.md §6.6).

@@ -10,11 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/protogen"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
+	"github.com/monolith-go/monolith/schemas/protogen"
 )
 
 var lineIDNames = []string{"uid", "req_time", "item_id", "actions", "chnid", "pre_actions", "sample_rate",

@@ -6,9 +6,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/parse"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 )
 
 // TestFromParsed: the parser's output of the fixture gives every row the fids the raw
@@ -16,7 +17,11 @@ import (
 func TestFromParsed(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	cfg, err := featcfg.LoadFile(batchtest.ConfigPath(t))
+	fc, err := pbtext.ReadFeatureConfigsFile(batchtest.ConfigPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := featcfg.New(fc)
 	if err != nil {
 		t.Fatal(err)
 	}

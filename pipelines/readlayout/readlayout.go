@@ -14,8 +14,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/config"
 	"github.com/monolith-go/monolith/transforms/element"
 	"github.com/monolith-go/monolith/transforms/layout"

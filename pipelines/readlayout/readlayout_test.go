@@ -6,11 +6,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/io/synth"
 	"github.com/monolith-go/monolith/pipelines/readlayout"
 	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/runners/beamtest"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/config"
 	"github.com/monolith-go/monolith/transforms/parse"
 )

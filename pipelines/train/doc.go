@@ -4,25 +4,29 @@
 //
 // # Pipeline
 //
-// Each epoch is one Beam pipeline. Only file names are reshuffled; one fused DoFn per file
-// reads its batches (io/beamio.ReadFile) and runs, per batch, sharding_sparse_fids
-// (unique fids per feature) → PS Lookup (creating absent fids) → fused_embedding_to_layout
-// → model forward and backward → the layout gradient → ApplyGradients. With unique fids the
-// layout gradient already holds one summed row per fid: that is the per-fid aggregation,
-// and the PS sums any duplicates again (ps.md P2). Batches never cross a shuffle. The
-// bundles' statistics are summed and collected by the driver (transforms/collect).
+// Each epoch is one Beam pipeline composed from public transforms (TrainPipeline): the
+// reshuffled file names → transforms/beamio.ReadFiles → the config's filters and label ops
+// (transforms/filter, transforms/label) → transforms/shard → Lookup (PS: embeddings,
+// creating absent fids, and the dense parameters) → transforms/layout.Layout →
+// transforms/model.ForwardBackward → layout.LayoutGrad → transforms/aggregate.AggregateGrads
+// → Apply (PS). Lookup and Apply are this package's exported steps; each step is a
+// transform a user can recompose. A runner fuses them into one stage: batches pass in
+// memory with their state (element.TrainState) and never cross a shuffle. The same steps
+// also run as a plain Go loop (Options.Loop), which the benchmark suite compares.
 //
 // Updates are asynchronous, as in Monolith's async training: workers never wait for each
-// other, and each trainer overlaps the apply of step i with the lookup and compute of step
-// i+1. The global step is a counter on PS shard 0 (the GlobalStep RPC), taken once per
-// applied batch; max_steps stops the workers once it is passed.
+// other, and the ordered pools of the read, shard and PS steps overlap neighbouring
+// batches, so a batch may be looked up before the previous one is applied. The global step
+// is a counter on PS shard 0 (the GlobalStep RPC), taken once per applied batch; max_steps
+// stops the workers once it is passed. Per-worker state (the PS client, kernel buffers,
+// model instances) lives in the DoFns' Setup.
 //
 // # Retries
 //
-// Every batch has an id: run id, epoch, file and batch index. Its GlobalStep and
-// ApplyGradients requests carry ids derived from it, and the PS skips ids it has already
-// applied (a bounded window), so a bundle that a runner retries does not apply its
-// gradients twice. Retried batches are recomputed against the current parameters; only
+// Every batch has an id derived from the run, the epoch and the batch's content. Its
+// GlobalStep and ApplyGradients requests carry ids derived from it, and the PS skips ids it
+// has already applied (a bounded window), so a bundle that a runner retries does not apply
+// its gradients twice. Retried batches are recomputed against the current parameters; only
 // their duplicate applies are dropped.
 //
 // # Dense parameters
@@ -46,22 +50,23 @@
 // The driver asks the PS to save every checkpoint.every_steps global steps and once at
 // the end. Evaluation runs one more pipeline over the held-out files (after training, and
 // after every eval_every_epochs-th epoch): lookups do not create fids, and the predictions
-// and labels (8 bytes per row) are collected for exact AUC and log loss (kernels/metrics).
+// and labels (8 bytes per row) are combined for exact AUC and log loss (transforms/model
+// Evaluate), which reach the driver as Beam metrics; the training figures do as counters.
 //
 // # Summaries and metrics
 //
 // With a model directory the driver writes TensorBoard scalar summaries into an event file
 // there (io/tfevents, Monolith's write_summary): every runner.save_summary_steps global
-// steps (default 100) the mean log loss and examples/s since the last summary and the
-// global step, and at every evaluation eval/auc and eval/logloss (with the planted data's
+// steps (default 100) the mean log loss and examples/s since the last summary, the
+// streaming AUC of every row trained so far (Monolith's host-call auc) and the global
+// step, and at every evaluation eval/auc and eval/logloss (with the planted data's
 // eval/bayes_auc and eval/bayes_logloss). The driver polls the global step on PS shard 0,
 // so a summary is labelled with the step it saw, a few steps after the multiple.
 //
 // Metrics (Options.Registry; monolith train --metrics-listen) count the steps, examples
 // and loss the workers apply, their PS calls (ps/client), the controller's RPCs, saves and
 // barrier, and the in-process shards' server metrics. Workers reach the run's Metrics
-// through the context Beam passes to StartBundle, so only workers in the driver's process
-// count (the embedded runner and LOOPBACK); the loss of the summaries comes from them too.
-// A worker (PS connections, trainers) lives for one bundle: runners call Teardown only on
-// a best-effort basis.
+// through the context Beam passes to Setup, so only workers in the driver's process count
+// (the embedded runner and LOOPBACK); the loss and AUC of the summaries come from them too.
+// Workers in other processes dial the PS themselves and report through Beam's counters.
 package train

@@ -10,11 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/transforms/aggregate"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/element"
 	"github.com/monolith-go/monolith/transforms/filter"
 	"github.com/monolith-go/monolith/transforms/label"

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/model"
 	"github.com/monolith-go/monolith/ps/client"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/config"
 	tmodel "github.com/monolith-go/monolith/transforms/model"
 )

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
 	"github.com/monolith-go/monolith/ps/server"
 	"github.com/monolith-go/monolith/ps/table"
+	"github.com/monolith-go/monolith/runners/beamtest"
 )
 
 // The environment of a PS child process (TestMain re-executes the test binary as one).

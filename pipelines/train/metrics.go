@@ -1,7 +1,6 @@
 package train
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -156,18 +155,4 @@ func value(c prometheus.Metric) float64 {
 		return d.GetCounter().GetValue()
 	}
 	return d.GetGauge().GetValue()
-}
-
-// metricsKey is the context key of the run's Metrics.
-type metricsKey struct{}
-
-// withMetrics returns ctx carrying m for the workers that run in this process.
-func withMetrics(ctx context.Context, m *Metrics) context.Context {
-	return context.WithValue(ctx, metricsKey{}, m)
-}
-
-// metricsFrom returns the Metrics a run put in ctx (nil: none).
-func metricsFrom(ctx context.Context) *Metrics {
-	m, _ := ctx.Value(metricsKey{}).(*Metrics)
-	return m
 }

@@ -3,8 +3,8 @@ package train
 import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/transforms/aggregate"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/filter"
 	"github.com/monolith-go/monolith/transforms/label"
 	"github.com/monolith-go/monolith/transforms/layout"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/monolith-go/monolith/io/beamio"
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
@@ -23,6 +23,7 @@ import (
 	"github.com/monolith-go/monolith/ps/server"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/schemas/pspb"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/config"
 )
 
@@ -107,7 +108,7 @@ type Prepared struct {
 // Prepare loads the FeatureConfigs, builds the model and the PS tables, and checks that
 // they fit together.
 func Prepare(c *Config) (*Prepared, error) {
-	fc, err := featcfg.Load(c.FeatureConfigs)
+	fc, err := pbtext.ReadFeatureConfigsFile(c.FeatureConfigs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: feature_configs: %v", ErrConfig, err)
 	}

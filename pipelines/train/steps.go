@@ -307,12 +307,6 @@ func (l *LookupStep) Run(ctx context.Context, in *element.Sharded) (*element.Sha
 	return &element.Sharded{Batch: in.Batch, Shard: in.Shard, Tensors: in.Tensors, Train: &t}, nil
 }
 
-// errStop reports that the global step passed MaxSteps: the batch was not applied.
-var errStop = errors.New("pipelines/train: max_steps reached")
-
-// errStopped reports a worker stopped by the barrier's controller.ActionStop.
-var errStopped = errors.New("pipelines/train: stopped by the training barrier")
-
 // Apply is the training pipeline's last step: for every *element.Sharded it takes a
 // global step on PS shard 0 and applies the batch's aggregated embedding gradients and
 // dense-parameter gradients (element.TrainState.Grads and ParamGrads) with request ids

@@ -18,7 +18,6 @@ import (
 
 	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/internal/zktest"
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/io/synth"
 	"github.com/monolith-go/monolith/kernels/featcfg"
@@ -28,6 +27,7 @@ import (
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	tshard "github.com/monolith-go/monolith/transforms/shard"
 )
 

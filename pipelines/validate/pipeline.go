@@ -2,10 +2,13 @@ package validate
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,9 +17,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/collect"
 	_ "github.com/monolith-go/monolith/transforms/element" // the arrow.RecordBatch coder
 )
@@ -28,8 +31,9 @@ func init() {
 	register.Function2x2(mergeStates)
 }
 
-// stateFile is where the pipeline leaves the merged accumulator for the driver; Run
-// removes it once the reports are written.
+// stateFile is where the pipeline leaves the merged accumulator for the driver, in the
+// output directory (or, with a --temp_location, a file of that name with a random suffix
+// there); Run reads and removes it.
 const stateFile = ".validate.state"
 
 // The rows counter: Run checks that the merged state holds every row the workers read.
@@ -48,15 +52,19 @@ type Job struct {
 	Options        Options
 	Read           beamio.ReadConfig
 	OutDir         string // the three reports go here (see Files)
+	// StatePath is where the pipeline writes the merged state (default: stateFile in
+	// OutDir); Run sets it. Workers and the driver must both reach it.
+	StatePath string
 	// Progress receives the final rows/s line; when set, every worker also prints a
 	// progress line to its stderr every few seconds on long inputs.
 	Progress io.Writer
 }
 
-// Pipeline builds the data-check pipeline of j: read every input file (files are split
+// Pipeline builds the data-check pipeline of j: read every input file (j.Inputs.Files
+// when set, else the files of j.Inputs.Pattern, expanded by a worker; files are split
 // across workers), add each batch to a per-bundle Accumulator, merge the bundles'
 // accumulators (small, per-feature counters: no batch is shuffled) and write the merged
-// state to j.OutDir for the driver.
+// state to j.StatePath (default: in j.OutDir) for the driver.
 func Pipeline(j Job) (*beam.Pipeline, error) {
 	acc, err := NewAccumulator(j.FeatureConfigs, j.Options)
 	if err != nil {
@@ -68,31 +76,92 @@ func Pipeline(j Job) (*beam.Pipeline, error) {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	s = s.Scope("validate")
-	recs := beamio.Read(s, j.Inputs.Pattern, beamio.WithConfig(j.Read))
+	var recs beam.PCollection
+	if len(j.Inputs.Files) > 0 {
+		recs = beamio.ReadFiles(s, beam.Reshuffle(s, beam.CreateList(s, j.Inputs.Files)), j.Read)
+	} else {
+		recs = beamio.Read(s, j.Inputs.Pattern, beamio.WithConfig(j.Read))
+	}
 	states := beam.ParDo(s, &accumulateFn{Empty: empty, Progress: j.Progress != nil}, recs)
 	merged := beam.Combine(s, mergeStates, states)
-	collect.WriteFile(s, merged, filepath.Join(j.OutDir, stateFile))
+	state := j.StatePath
+	if state == "" {
+		state = filepath.Join(j.OutDir, stateFile)
+	}
+	collect.WriteFile(s, merged, state)
 	return p, nil
+}
+
+// statePath returns where the run's merged state goes: a fresh file in the runner's
+// temp location when there is one, else stateFile in the output directory (both
+// absolute, so that workers in other directories find them).
+func statePath(outDir string, ro runners.Options) (string, error) {
+	if ro.TempLocation == "" {
+		return filepath.Join(outDir, stateFile), nil
+	}
+	if strings.Contains(ro.TempLocation, "://") {
+		return "", fmt.Errorf("validate: --temp_location %s: the merged state goes through the local file system, which the workers of --runner=%s do not share", ro.TempLocation, ro.Runner)
+	}
+	if err := os.MkdirAll(ro.TempLocation, 0o755); err != nil {
+		return "", fmt.Errorf("validate: --temp_location: %w", err)
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("validate: %w", err)
+	}
+	return filepath.Join(ro.TempLocation, stateFile+"-"+hex.EncodeToString(b[:])), nil
+}
+
+// absFiles returns files as absolute paths: the workers may run in another directory.
+func absFiles(files []string) ([]string, error) {
+	abs := make([]string, len(files))
+	for i, f := range files {
+		a, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("validate: %w", err)
+		}
+		abs[i] = a
+	}
+	return abs, nil
 }
 
 // Run validates j on the engine ro selects: the static checks here, the data checks as a
 // Beam pipeline. It writes the three reports and returns the report; Report.Failed says
 // whether the run failed. Errors are for runs that could not validate (unreadable or
 // corrupt input, a failed pipeline), not for failed checks.
+//
+// The driver expands the input and hands the workers absolute file names; the merged
+// state comes back through a file in j.OutDir, or in ro.TempLocation when set (which
+// lets a driver-local OutDir work with remote workers that share only the temp
+// location). Nothing goes through a driver-local temporary directory.
 func Run(ctx context.Context, j Job, ro runners.Options) (*Report, error) {
+	if err := ro.Validate(); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
 	files, err := beamio.Files(ctx, j.Inputs.Pattern)
 	if err != nil {
 		return nil, fmt.Errorf("validate: --input %s: %w", j.Inputs.Pattern, err)
 	}
 	j.Inputs.Files = files
+	if j.OutDir, err = filepath.Abs(j.OutDir); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
 	if err := os.MkdirAll(j.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	state := filepath.Join(j.OutDir, stateFile)
+	state, err := statePath(j.OutDir, ro)
+	if err != nil {
+		return nil, err
+	}
 	if err := collect.Prepare(state); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	p, err := Pipeline(j)
+	pj := j
+	if pj.Inputs.Files, err = absFiles(files); err != nil {
+		return nil, err
+	}
+	pj.StatePath = state
+	p, err := Pipeline(pj)
 	if err != nil {
 		return nil, err
 	}

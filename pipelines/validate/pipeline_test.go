@@ -10,11 +10,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
-	"github.com/monolith-go/monolith/internal/beamtest"
 	"github.com/monolith-go/monolith/internal/fixtures"
-	"github.com/monolith-go/monolith/io/beamio"
 	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/runners/beamtest"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
+	"github.com/monolith-go/monolith/transforms/beamio"
 )
 
 // TestMain runs the pipelines on prism and fails the tests if a goroutine outlives them,

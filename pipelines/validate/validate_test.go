@@ -13,11 +13,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/encoding/prototext"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
 	"github.com/monolith-go/monolith/io/featurelist"
-	"github.com/monolith-go/monolith/kernels/featcfg"
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featstats"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 )
 
@@ -29,7 +29,7 @@ const (
 
 func load(t testing.TB, path string) *examplepb.FeatureConfigs {
 	t.Helper()
-	fc, err := featcfg.Load(path)
+	fc, err := pbtext.ReadFeatureConfigsFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@
 // RestoreShard also checks, before reading any table, that the manifest names the shard
 // restoring it. ReadTable streams one table's entries with the same checks, and
 // ReadTableRecords its raw records, for tools that read a checkpoint without loading it
-// into tables (io/tableexport).
+// into tables (ps/export).
 package checkpoint
 
 import (

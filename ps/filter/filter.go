@@ -7,7 +7,7 @@ import (
 	"math"
 
 	"github.com/monolith-go/monolith/io/tfrecord"
-	"github.com/monolith-go/monolith/kernels/fid"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )

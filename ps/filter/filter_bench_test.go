@@ -3,7 +3,7 @@ package filter
 import (
 	"testing"
 
-	"github.com/monolith-go/monolith/kernels/fid"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/monolith-go/monolith/kernels/fid"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
 

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/io/tfrecord"
-	"github.com/monolith-go/monolith/kernels/fid"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )

@@ -26,11 +26,11 @@ import (
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/mix"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 	"github.com/monolith-go/monolith/schemas/trainingpb"

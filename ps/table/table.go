@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/monolith-go/monolith/internal/mix"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/kernels/reduce"
 	"github.com/monolith-go/monolith/ps/compress"
 	"github.com/monolith-go/monolith/ps/filter"
 	"github.com/monolith-go/monolith/ps/initializer"
 	"github.com/monolith-go/monolith/ps/optimizer"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 )
 

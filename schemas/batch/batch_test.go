@@ -20,11 +20,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/internal/fixtures"
-	"github.com/monolith-go/monolith/internal/protogen"
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
+	"github.com/monolith-go/monolith/schemas/protogen"
 )
 
 func mustMarshal(t testing.TB, m proto.Message) []byte {

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/kernels/fid"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // featureCol accumulates the cells of one feature column. Its Arrow builder is created

@@ -9,8 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/protogen"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
+	"github.com/monolith-go/monolith/schemas/protogen"
 )
 
 // TestTake: rows come out in the asked order, repeated or dropped, shared columns stay

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/protogen"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/protogen"
 )
 
 // FuzzExampleBatch: any ExampleBatch either converts and comes back byte-identical, or is

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/monolith-go/monolith/kernels/fid"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // LayoutVersion is the value of the schema metadata key MetaLayout. Frozen: bump it when
@@ -300,5 +300,5 @@ func IsFeature(f arrow.Field) bool { return RoleOf(f) == RoleFeature }
 // fidV2Mask keeps the 48 signature bits of a v2 fid.
 const fidV2Mask = fid.V2SigMask
 
-// V1ToV2 converts a v1 fid to v2 (io.md §2.1); see kernels/fid.
+// V1ToV2 converts a v1 fid to v2 (io.md §2.1); see schemas/fid.
 func V1ToV2(v1 uint64) uint64 { return fid.V1ToV2(v1) }

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/internal/protogen"
+	"github.com/monolith-go/monolith/schemas/protogen"
 )
 
 const benchRows = 1024

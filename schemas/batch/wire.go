@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/kernels/fid"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/fid"
 )
 
 // Field numbers of monolith.io.proto messages read by the wire decoder (frozen).

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
+	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/transforms/aggregate"
 	"github.com/monolith-go/monolith/transforms/element"
 )

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	kshard "github.com/monolith-go/monolith/kernels/shard"
 	"github.com/monolith-go/monolith/schemas/examplepb"
@@ -42,7 +43,7 @@ func New(fc *examplepb.FeatureConfigs, ps, version int) (Kernels, error) {
 
 // Load reads a FeatureConfigs file (protobuf text or JSON) and returns its configuration.
 func Load(path string, ps, version int) (Kernels, error) {
-	fc, err := featcfg.Load(path)
+	fc, err := pbtext.ReadFeatureConfigsFile(path)
 	if err != nil {
 		return Kernels{}, fmt.Errorf("%w: %v", ErrConfig, err)
 	}

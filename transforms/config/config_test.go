@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 	"github.com/monolith-go/monolith/transforms/config"
 )
 

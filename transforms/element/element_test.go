@@ -18,12 +18,13 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
-	"github.com/monolith-go/monolith/internal/beamtest"
-	"github.com/monolith-go/monolith/internal/protogen"
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/shard"
+	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
+	"github.com/monolith-go/monolith/schemas/protogen"
 	"github.com/monolith-go/monolith/transforms/element"
 )
 
@@ -145,7 +146,11 @@ func TestRecordCoderOnPrism(t *testing.T) {
 type shardFn struct{ Config string }
 
 func (f *shardFn) ProcessElement(rec arrow.RecordBatch, emit func(*element.Sharded)) error {
-	cfg, err := featcfg.LoadFile(f.Config)
+	fc, err := pbtext.ReadFeatureConfigsFile(f.Config)
+	if err != nil {
+		return err
+	}
+	cfg, err := featcfg.New(fc)
 	if err != nil {
 		return err
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/filtertest"
 	kfilter "github.com/monolith-go/monolith/kernels/filter"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/transforms/filter"
+	"github.com/monolith-go/monolith/transforms/filter/filtertest"
 )
 
 // kernelSummaries runs the kernel op directly on every batch (seeded per batch as the

@@ -7,11 +7,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
-	"github.com/monolith-go/monolith/internal/filtertest"
+	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/transforms/element"
+	"github.com/monolith-go/monolith/transforms/filter/filtertest"
 )
 
 func TestMain(m *testing.M) { beamtest.Main(m) }

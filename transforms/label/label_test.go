@@ -10,12 +10,12 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
-	"github.com/monolith-go/monolith/internal/filtertest"
 	kfilter "github.com/monolith-go/monolith/kernels/filter"
+	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/transforms/filter"
+	"github.com/monolith-go/monolith/transforms/filter/filtertest"
 	"github.com/monolith-go/monolith/transforms/label"
 )
 

@@ -15,13 +15,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
-	"github.com/monolith-go/monolith/internal/beamtest"
 	"github.com/monolith-go/monolith/internal/fixtures"
-	"github.com/monolith-go/monolith/io/beamio"
+	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	klayout "github.com/monolith-go/monolith/kernels/layout"
 	kshard "github.com/monolith-go/monolith/kernels/shard"
+	"github.com/monolith-go/monolith/runners/beamtest"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
+	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/config"
 	"github.com/monolith-go/monolith/transforms/element"
 	"github.com/monolith-go/monolith/transforms/layout"
@@ -169,7 +170,7 @@ func expected(t *testing.T, k config.Kernels, rowsPerBatch int) (fwd, grads []an
 func TestShardLayoutGrad(t *testing.T) {
 	for _, version := range []int{1, 2, 3, 4, 5} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			fc, err := featcfg.Load(batchtest.ConfigPath(t))
+			fc, err := pbtext.ReadFeatureConfigsFile(batchtest.ConfigPath(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@
 // lookup), computes the logits, the summed sigmoid cross-entropy and the gradients, and
 // emits the element with Tensors replaced by the gradients of the layout outputs (zeros
 // for outputs the model does not read), ready for layout.LayoutGrad, and with
-// TrainState.ParamGrads, Rows and Loss set. Predict emits Scores (probabilities and
+// TrainState.ParamGrads, Rows, Loss, Preds and Labels set. Predict emits Scores (probabilities and
 // labels) per batch; Evaluate gathers every batch's Scores and reports the AUC (ties count
 // half) and the log loss as Beam metrics, which the driver reads from the pipeline's
 // result (EvalResult).

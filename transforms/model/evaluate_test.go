@@ -7,9 +7,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/monolith-go/monolith/internal/beamtest"
 	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/transforms/model"
 )
 

@@ -12,10 +12,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
-	"github.com/monolith-go/monolith/internal/beamtest"
 	kparse "github.com/monolith-go/monolith/kernels/parse"
+	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 	"github.com/monolith-go/monolith/transforms/element"
 	"github.com/monolith-go/monolith/transforms/parse"
 )

@@ -13,9 +13,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
-	"github.com/monolith-go/monolith/internal/batchtest"
-	"github.com/monolith-go/monolith/internal/beamtest"
 	kshard "github.com/monolith-go/monolith/kernels/shard"
+	"github.com/monolith-go/monolith/runners/beamtest"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 	"github.com/monolith-go/monolith/transforms/config"
 	"github.com/monolith-go/monolith/transforms/element"
 	"github.com/monolith-go/monolith/transforms/parse"
