@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -59,6 +60,9 @@ func Run(ctx context.Context, p *beam.Pipeline, o Options) (beam.PipelineResult,
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if o.EnvironmentType == Loopback && o.Runner != Dataflow {
+		defer removeLoopbackMarkers(loopbackMarkers())
+	}
 	if err := setJobOptions(o); err != nil {
 		return nil, err
 	}
@@ -192,5 +196,32 @@ func probe(ctx context.Context, what, addr string, timeout time.Duration, call f
 		case <-t.C:
 		}
 		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// loopbackMarkers lists the empty files the SDK's universal runner creates in the temp dir
+// for every LOOPBACK run (runnerlib.Execute stages one as the unused worker binary) and
+// never removes.
+func loopbackMarkers() map[string]bool {
+	names, _ := filepath.Glob(filepath.Join(os.TempDir(), "beamloopbackworker-*"))
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// removeLoopbackMarkers deletes the markers that appeared since before (those of this
+// run: runs in this process are serialized) if they are still empty. A marker another
+// process created in the same moment could go too; that process has staged it within
+// milliseconds of creating it, long before a run of ours ends.
+func removeLoopbackMarkers(before map[string]bool) {
+	for n := range loopbackMarkers() {
+		if before[n] {
+			continue
+		}
+		if st, err := os.Lstat(n); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+			_ = os.Remove(n)
+		}
 	}
 }

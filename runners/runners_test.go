@@ -134,7 +134,10 @@ func TestRegisterFlags(t *testing.T) {
 }
 
 // TestPrismTwice runs two pipelines on the embedded runner: the second reuses its server.
+// Neither run leaves a file in the temp dir (the SDK's loopback marker, see setJobOptions).
 func TestPrismTwice(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	runners.Init(false)
 	for i := 0; i < 2; i++ {
 		p, s := beam.NewPipelineWithRoot()
@@ -142,6 +145,9 @@ func TestPrismTwice(t *testing.T) {
 		if _, err := runners.Run(context.Background(), p, runners.Options{}); err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the runs left %v in the temp dir (%v)", left, err)
 	}
 	// A failing assertion fails the run: the runner really executes the pipeline.
 	p, s := beam.NewPipelineWithRoot()
