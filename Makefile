@@ -2,7 +2,7 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        ?= ./...
-FUZZTIME    ?= 2s
+FUZZTIME    ?= 1s
 
 .PHONY: all build deps test lint proto bench microbench fuzz inspect train
 
@@ -15,6 +15,11 @@ build:
 # whose code starts goroutines (internal/repolint's test checks that each is listed here,
 # but for the benchmark harness, and checks leaks with goleak) and the Beam transforms,
 # whose DoFns run in concurrent bundles.
+# NORACE_RUN names tests of NORACE_PKG (one of RACE_PKGS) that the race phase skips (their
+# files are built with !race) and the non-race phase runs: end-to-end runs of child
+# processes, which -race in the test binary slows by a minute and does not check.
+NORACE_PKG  ?= ./cmd/monolith
+NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestCtlAgainstTrain)$$
 RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... ./pipelines/... ./runners/... \
 	./ps/... ./serving/... ./internal/zktest ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
 
@@ -28,6 +33,7 @@ deps:
 test: deps lint
 	@echo "== go test $$(date +%T)"
 	$(GO) test -count=1 $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(RACE_PKGS))")
+	$(GO) test -count=1 -run '$(NORACE_RUN)' $(NORACE_PKG)
 	@echo "== go test -race $$(date +%T)"
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	@echo "== fuzz $$(date +%T)"

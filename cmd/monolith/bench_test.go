@@ -1,3 +1,9 @@
+//go:build !race
+
+// The race phase of make test skips this file (its child processes and pipelines gain
+// nothing from -race in the test binary, which costs a minute); the non-race phase runs
+// its tests (Makefile, NORACE_RUN).
+
 package main
 
 import (
