@@ -13,15 +13,20 @@ build:
 
 # RACE_PKGS run under -race only, every other package without it. They are the packages
 # whose code starts goroutines (internal/repolint's test checks that each is listed here,
-# but for the benchmark harness, and checks leaks with goleak) and the Beam transforms,
-# whose DoFns run in concurrent bundles.
+# but for the benchmark harness, and checks leaks with goleak), the Beam transforms and
+# pipelines, whose DoFns run in concurrent bundles, and the PS tables, filters and barrier
+# and the ZooKeeper users, which their servers call concurrently. Pure formats, configs
+# and file code (ps/export, ps/checkpoint, serving/config, …) run without it.
 # NORACE_RUN names tests of NORACE_PKG (one of RACE_PKGS) that the race phase skips (their
 # files are built with !race) and the non-race phase runs: end-to-end runs of child
 # processes, which -race in the test binary slows by a minute and does not check.
 NORACE_PKG  ?= ./cmd/monolith
 NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestCtlAgainstTrain)$$
-RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... ./pipelines/... ./runners/... \
-	./ps/... ./serving/... ./internal/zktest ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
+RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... \
+	./pipelines/readlayout ./pipelines/validate ./pipelines/train ./pipelines/train/controller ./runners/... \
+	./ps/client ./ps/discovery ./ps/filter ./ps/pause ./ps/server ./ps/table \
+	./serving/agent ./serving/agentctl ./serving/modelmgr ./serving/replica ./serving/tfs ./serving/zk \
+	./internal/zktest ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
 
 ## deps: install the Debian packages the tests and the benchmark suite need, only those
 ## missing (protoc with its well-known types, ZooKeeper, NumPy); apt-get, through sudo when
