@@ -36,8 +36,13 @@ var mu sync.Mutex
 var prismEndpoint string
 
 // Init initializes the Beam SDK for pipeline construction; it must run before the first
-// pipeline is built (beam.Init). SDK logs below warn are dropped unless verbose.
+// pipeline is built (beam.Init). SDK logs below warn are dropped unless verbose. Only the
+// first call has an effect: the SDK's log level is a package variable that the embedded
+// runner's goroutines read while pipelines run.
 func Init(verbose bool) {
+	if beam.Initialized() {
+		return
+	}
 	if verbose {
 		beamlog.LogLevel = "info"
 	} else {
