@@ -137,7 +137,7 @@ func runBounded(t *testing.T, limit time.Duration, args ...string) (stdout, stde
 // pool killed, fail the next run within the connect timeout, naming the address.
 func TestOutOfProcess(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a worker pool process and runs pipelines on it")
+		t.Skip("waits for a run without -short: starts a worker pool process and runs pipelines on it")
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")

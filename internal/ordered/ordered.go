@@ -63,7 +63,7 @@ type Pool[S, In, Out any] struct {
 
 	ring       []slot[In, Out]
 	head, used int      // oldest slot in flight, slots in flight
-	todo       chan int // slot indices for the workers (nil with one worker)
+	queue      chan int // slot indices for the workers (nil with one worker)
 	wg         sync.WaitGroup
 
 	mu     sync.Mutex // guards idle, shared with the workers
@@ -93,7 +93,7 @@ func New[S, In, Out any](ctx context.Context, workers, limit int, newState func(
 		p.ring[i].done = make(chan struct{}, 1)
 	}
 	if workers > 1 {
-		p.todo = make(chan int, limit)
+		p.queue = make(chan int, limit)
 		p.idle = append([]S(nil), p.states...)
 	}
 	return p, nil
@@ -119,7 +119,7 @@ func (p *Pool[S, In, Out]) run(st S) {
 	for {
 		p.mu.Lock()
 		select {
-		case i := <-p.todo:
+		case i := <-p.queue:
 			p.mu.Unlock()
 			s := &p.ring[i]
 			if err := p.ctx.Err(); err != nil {
@@ -147,7 +147,7 @@ func (p *Pool[S, In, Out]) Submit(in In, emit func(Out)) error {
 	if p.err != nil {
 		return p.err
 	}
-	if p.todo == nil { // one worker: inline
+	if p.queue == nil { // one worker: inline
 		out, err := p.work(p.ctx, p.states[0], in)
 		if err != nil {
 			p.err = err
@@ -165,7 +165,7 @@ func (p *Pool[S, In, Out]) Submit(in In, emit func(Out)) error {
 	s := &p.ring[i]
 	s.in = in
 	p.used++
-	p.todo <- i // never blocks: at most len(ring) indices are queued
+	p.queue <- i // never blocks: at most len(ring) indices are queued
 	p.wake()
 	for p.used > 0 {
 		ready, err := p.tryHead(emit)

@@ -20,7 +20,8 @@ type pkgUse struct {
 }
 
 // orphans lists the packages of pkgs that cmd/monolith does not reach and that are neither
-// test helpers (reached from a test file's imports) nor documentation (doc.go alone).
+// documentation (doc.go alone) nor test helpers: reached from a test file's imports, and
+// named as such — under internal/, or with Go's …test name (httptest, iotest).
 func orphans(pkgs []pkgUse, main string) []string {
 	imports := map[string][]string{}
 	for _, p := range pkgs {
@@ -49,10 +50,11 @@ func orphans(pkgs []pkgUse, main string) []string {
 	var bad []string
 	for _, p := range pkgs {
 		switch {
-		case fromMain[p.ImportPath], reach[p.ImportPath]:
+		case fromMain[p.ImportPath]:
 		case len(p.GoFiles) == 0 || slices.Equal(p.GoFiles, []string{"doc.go"}):
+		case reach[p.ImportPath] && (strings.HasSuffix(p.ImportPath, "test") || strings.HasPrefix(p.ImportPath, module+"/internal/")):
 		default:
-			bad = append(bad, fmt.Sprintf("%s: neither %s nor a test reaches it: wire it in or delete it", p.ImportPath, main))
+			bad = append(bad, fmt.Sprintf("%s: %s does not reach it and it is no test helper (reached by tests, under internal/ or named …test): wire it in, rename it or delete it", p.ImportPath, main))
 		}
 	}
 	return bad
@@ -80,9 +82,10 @@ func TestOrphanRules(t *testing.T) {
 	main := module + "/cmd/monolith"
 	pkgs := []pkgUse{
 		{ImportPath: main, GoFiles: []string{"main.go"}, Imports: []string{module + "/used"}},
-		{ImportPath: module + "/used", GoFiles: []string{"u.go"}, TestImports: []string{module + "/helper"}},
-		{ImportPath: module + "/helper", GoFiles: []string{"h.go"}, Imports: []string{module + "/helperlib"}},
-		{ImportPath: module + "/helperlib", GoFiles: []string{"h.go"}},
+		{ImportPath: module + "/used", GoFiles: []string{"u.go"}, TestImports: []string{module + "/helpertest", module + "/gen"}},
+		{ImportPath: module + "/helpertest", GoFiles: []string{"h.go"}, Imports: []string{module + "/internal/helperlib"}},
+		{ImportPath: module + "/internal/helperlib", GoFiles: []string{"h.go"}},
+		{ImportPath: module + "/gen", GoFiles: []string{"g.go"}},
 		{ImportPath: module + "/docs", GoFiles: []string{"doc.go"}},
 		{ImportPath: module + "/orphan", GoFiles: []string{"o.go"}, TestImports: []string{module + "/orphanlib"}},
 		{ImportPath: module + "/orphanlib", GoFiles: []string{"l.go"}},
@@ -91,7 +94,8 @@ func TestOrphanRules(t *testing.T) {
 		{ImportPath: module + "/selftested", GoFiles: []string{"s.go"}, XTestImports: []string{module + "/selftested"}},
 	}
 	got := orphans(pkgs, main)
-	want := []string{"/orphan:", "/lib:", "/libuser:", "/selftested:"} // orphanlib: a test of orphan reaches it
+	// gen and orphanlib: test helpers without a test helper's name
+	want := []string{"/gen:", "/orphan:", "/orphanlib:", "/lib:", "/libuser:", "/selftested:"}
 	if len(got) != len(want) {
 		t.Fatalf("orphans %q, want %d of them (%q)", got, len(want), want)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 var lineIDNames = []string{"uid", "req_time", "item_id", "actions", "chnid", "pre_actions", "sample_rate",
@@ -114,7 +114,7 @@ func randSpec(rng *rand.Rand, s *arrow.Schema, src batch.Source) *Spec {
 
 // randExampleBatch is protogen's ExampleBatch with random variants of the reserved lists.
 func randExampleBatch(rng *rand.Rand, rows int) *examplepb.ExampleBatch {
-	eb := protogen.ExampleBatch(rng, rows)
+	eb := prototest.ExampleBatch(rng, rows)
 	if rows == 0 {
 		return eb
 	}
@@ -139,7 +139,7 @@ func randExampleBatch(rng *rand.Rand, rows int) *examplepb.ExampleBatch {
 	if rng.IntN(3) == 0 {
 		l := &examplepb.NamedFeatureList{Name: "label"}
 		for range rows {
-			l.Feature = append(l.Feature, protogen.Feature(rng, 3, false)) // float_list
+			l.Feature = append(l.Feature, prototest.Feature(rng, 3, false)) // float_list
 		}
 		eb.NamedFeatureList = append(eb.NamedFeatureList, l)
 		rng.Shuffle(len(eb.NamedFeatureList), func(i, j int) {
@@ -152,13 +152,13 @@ func randExampleBatch(rng *rand.Rand, rows int) *examplepb.ExampleBatch {
 // randExamples is protogen's Examples with the reserved named features of ExtendExample
 // and a named "label", each of one kind per batch.
 func randExamples(rng *rand.Rand, rows int) []*examplepb.Example {
-	exs := protogen.Examples(rng, rows)
+	exs := prototest.Examples(rng, rows)
 	labelKind, lineKind, iwKind, namedKind := rng.IntN(3), rng.IntN(4), rng.IntN(2), rng.IntN(3)
 	for _, ex := range exs {
 		if labelKind > 0 && rng.IntN(3) > 0 {
-			f := protogen.Feature(rng, 3, true)
+			f := prototest.Feature(rng, 3, true)
 			if labelKind == 2 {
-				f = protogen.Feature(rng, 1, false)
+				f = prototest.Feature(rng, 1, false)
 			}
 			ex.NamedFeature = append(ex.NamedFeature, nf("__LABEL__", f))
 		}
@@ -166,20 +166,20 @@ func randExamples(rng *rand.Rand, rows int) []*examplepb.Example {
 			var f *examplepb.Feature
 			switch lineKind {
 			case 1:
-				f = byteses(string(protogen.LineID(rng)))
+				f = byteses(string(prototest.LineID(rng)))
 			case 2:
 				f = byteses("\xff\x01")
 			}
 			ex.NamedFeature = append(ex.NamedFeature, nf("__LINE_ID__", f))
 		}
 		if iwKind > 0 && rng.IntN(3) > 0 {
-			ex.NamedFeature = append(ex.NamedFeature, nf("instance_weight", protogen.Feature(rng, 3, false)))
+			ex.NamedFeature = append(ex.NamedFeature, nf("instance_weight", prototest.Feature(rng, 3, false)))
 		}
 		if namedKind > 0 && rng.IntN(3) > 0 {
-			f := protogen.Feature(rng, 3, false)
+			f := prototest.Feature(rng, 3, false)
 			switch {
 			case namedKind == 2:
-				f = protogen.Feature(rng, 4, false) // double_list
+				f = prototest.Feature(rng, 4, false) // double_list
 			case rng.IntN(3) == 0:
 				f = nil // a NamedFeature without a Feature
 			case rng.IntN(3) == 0:
@@ -197,7 +197,7 @@ func randExamples(rng *rand.Rand, rows int) []*examplepb.Example {
 
 // randInstances is protogen's Instances with a UE_QTZ feature and multi-value features.
 func randInstances(rng *rand.Rand, rows int) []*parserpb.Instance {
-	ins := protogen.Instances(rng, rows)
+	ins := prototest.Instances(rng, rows)
 	for _, in := range ins {
 		if rng.IntN(2) == 0 {
 			p := make([]byte, rng.IntN(12))
@@ -213,7 +213,7 @@ func randInstances(rng *rand.Rand, rows int) []*parserpb.Instance {
 		if rng.IntN(2) == 0 {
 			f := &matrixpb.Feature{Name: proto.String("fc_f3"), FloatValue: make([]float32, rng.IntN(4))}
 			for i := range f.FloatValue {
-				f.FloatValue[i] = float32(protogen.Float(rng, true))
+				f.FloatValue[i] = float32(prototest.Float(rng, true))
 			}
 			in.Feature = append(in.Feature, f)
 		}

@@ -70,8 +70,7 @@ func helper(mode string) {
 			fmt.Println("error:", err, resp.GetError())
 			os.Exit(1)
 		}
-		c, _ := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid())).Output()
-		fmt.Printf("worker %s\n", strings.TrimSpace(string(c)))
+		fmt.Printf("worker %s\n", strings.Trim(fmt.Sprint(children(os.Getpid())), "[]"))
 		time.Sleep(time.Hour)
 	}
 	os.Exit(3)
@@ -149,11 +148,31 @@ func alive(pid int) bool {
 // childPids returns the pids of the direct children of this process running the test binary.
 func childPids(t *testing.T) []int {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid())).Output()
 	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		pid, err := strconv.Atoi(f)
-		if err == nil && alive(pid) {
+	for _, pid := range children(os.Getpid()) {
+		if alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// children lists the processes whose parent is ppid, from /proc (Linux; none elsewhere).
+func children(ppid int) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var pids []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue // the process ended
+		}
+		// pid (comm) state ppid …: the fields after the last ')'.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 2 || f[1] != strconv.Itoa(ppid) {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.Fields(s)[0]); err == nil {
 			pids = append(pids, pid)
 		}
 	}
@@ -341,10 +360,7 @@ func TestCloseStopsWorkers(t *testing.T) {
 // takes its workers with it (Linux: Pdeathsig).
 func TestWorkerDiesWithPool(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("Pdeathsig is Linux only")
-	}
-	if _, err := exec.LookPath("pgrep"); err != nil {
-		t.Skip("no pgrep")
+		t.Skip("waits for Linux: Pdeathsig and /proc are Linux only")
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envHelper+"=pool")

@@ -24,7 +24,7 @@ import (
 	"github.com/monolith-go/monolith/schemas/fid"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 func mustMarshal(t testing.TB, m proto.Message) []byte {
@@ -201,7 +201,7 @@ func TestRandomExampleBatchRoundTrip(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	for _, rows := range []int{1, 2, 7, 64} {
-		eb := protogen.ExampleBatch(rng, rows)
+		eb := prototest.ExampleBatch(rng, rows)
 		want := mustMarshal(t, eb)
 		rec, err := FromExampleBatch(mem, eb)
 		if err != nil {
@@ -271,7 +271,7 @@ func TestExamplesRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	exs := protogen.Examples(rng, 9)
+	exs := prototest.Examples(rng, 9)
 	// Two rows that make f0 mix "no Feature" and "absent" cells.
 	exs = append(exs, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "f0"}}}, &examplepb.Example{})
 	rec, err := FromExamples(mem, exs)
@@ -305,7 +305,7 @@ func TestInstancesRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	ins := protogen.Instances(rng, 12)
+	ins := prototest.Instances(rng, 12)
 	rec, err := FromInstances(mem, ins)
 	if err != nil {
 		t.Fatal(err)
@@ -660,13 +660,13 @@ func TestFlatRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	eb := protogen.ExampleBatch(rng, 5)
+	eb := prototest.ExampleBatch(rng, 5)
 	rec, err := FromExampleBatch(mem, eb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	other, err := FromInstances(mem, protogen.Instances(rng, 3))
+	other, err := FromInstances(mem, prototest.Instances(rng, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -728,9 +728,9 @@ func TestRowsRoundTrip(t *testing.T) {
 		{Type: &examplepb.Feature_FloatList{FloatList: &examplepb.FloatList{Value: []float32{float32(math.NaN()), float32(math.Inf(-1)), 1.5}}}}}}}}
 	build := map[string]func() (arrow.RecordBatch, error){
 		"fixture":      func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, fixtureBatch(t)) },
-		"examplebatch": func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, protogen.ExampleBatch(rng, 4)) },
-		"examples":     func() (arrow.RecordBatch, error) { return FromExamples(mem, protogen.Examples(rng, 6)) },
-		"instances":    func() (arrow.RecordBatch, error) { return FromInstances(mem, protogen.Instances(rng, 6)) },
+		"examplebatch": func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, prototest.ExampleBatch(rng, 4)) },
+		"examples":     func() (arrow.RecordBatch, error) { return FromExamples(mem, prototest.Examples(rng, 6)) },
+		"instances":    func() (arrow.RecordBatch, error) { return FromInstances(mem, prototest.Instances(rng, 6)) },
 		"nan":          func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, nanEB) },
 		// Rows 0..19 of the fixture leave some typed feature columns (and their v1hi
 		// companions) all null: the row form must still rebuild them.

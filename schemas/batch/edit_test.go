@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/schemas/matrixpb"
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 // TestTake: rows come out in the asked order, repeated or dropped, shared columns stay
@@ -22,9 +22,9 @@ func TestTake(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	for _, mk := range []func() (arrow.RecordBatch, error){
-		func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, protogen.ExampleBatch(rng, 6)) },
-		func() (arrow.RecordBatch, error) { return FromExamples(mem, protogen.Examples(rng, 6)) },
-		func() (arrow.RecordBatch, error) { return FromInstances(mem, protogen.Instances(rng, 6)) },
+		func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, prototest.ExampleBatch(rng, 6)) },
+		func() (arrow.RecordBatch, error) { return FromExamples(mem, prototest.Examples(rng, 6)) },
+		func() (arrow.RecordBatch, error) { return FromInstances(mem, prototest.Instances(rng, 6)) },
 		func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, fixtureBatch(t)) },
 	} {
 		rec, err := mk()

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/schemas/examplepb"
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 // FuzzExampleBatch: any ExampleBatch either converts and comes back byte-identical, or is
@@ -20,7 +20,7 @@ import (
 func FuzzExampleBatch(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, rows := range []int{1, 3} {
-		b, _ := marshalDet.Marshal(protogen.ExampleBatch(rng, rows))
+		b, _ := marshalDet.Marshal(prototest.ExampleBatch(rng, rows))
 		f.Add(b)
 	}
 	f.Add([]byte{0x18, 0x02, 0x0a, 0x05, 0x0a, 0x01, 'a', 0x18, 0x01})
@@ -58,7 +58,7 @@ func FuzzExampleBatch(f *testing.F) {
 func FuzzDecodeExampleBatch(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, rows := range []int{1, 2, 5} {
-		b, _ := marshalDet.Marshal(protogen.ExampleBatch(rng, rows))
+		b, _ := marshalDet.Marshal(prototest.ExampleBatch(rng, rows))
 		f.Add(b)
 	}
 	fid := &examplepb.Feature{Type: &examplepb.Feature_FidV1List{FidV1List: &examplepb.FidList{Value: []uint64{1 << 60, 3}}}}
@@ -99,9 +99,9 @@ func FuzzFromRows(f *testing.F) {
 	mem := memory.NewGoAllocator()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, mk := range []func() (arrow.RecordBatch, error){
-		func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, protogen.ExampleBatch(rng, 2)) },
-		func() (arrow.RecordBatch, error) { return FromExamples(mem, protogen.Examples(rng, 3)) },
-		func() (arrow.RecordBatch, error) { return FromInstances(mem, protogen.Instances(rng, 3)) },
+		func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, prototest.ExampleBatch(rng, 2)) },
+		func() (arrow.RecordBatch, error) { return FromExamples(mem, prototest.Examples(rng, 3)) },
+		func() (arrow.RecordBatch, error) { return FromInstances(mem, prototest.Instances(rng, 3)) },
 	} {
 		rec, err := mk()
 		if err != nil {

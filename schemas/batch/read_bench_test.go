@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 const benchRows = 1024
@@ -26,9 +26,11 @@ func benchBatches(b *testing.B) (names []string, recs []arrow.RecordBatch) {
 		name string
 		fn   func() (arrow.RecordBatch, error)
 	}{
-		{"example_batch", func() (arrow.RecordBatch, error) { return FromExampleBatch(mem, protogen.ExampleBatch(rng, benchRows)) }},
-		{"example", func() (arrow.RecordBatch, error) { return FromExamples(mem, protogen.Examples(rng, benchRows)) }},
-		{"instance", func() (arrow.RecordBatch, error) { return FromInstances(mem, protogen.Instances(rng, benchRows)) }},
+		{"example_batch", func() (arrow.RecordBatch, error) {
+			return FromExampleBatch(mem, prototest.ExampleBatch(rng, benchRows))
+		}},
+		{"example", func() (arrow.RecordBatch, error) { return FromExamples(mem, prototest.Examples(rng, benchRows)) }},
+		{"instance", func() (arrow.RecordBatch, error) { return FromInstances(mem, prototest.Instances(rng, benchRows)) }},
 	} {
 		rec, err := mk.fn()
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/batch/batchtest"
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 	"github.com/monolith-go/monolith/transforms/beamio"
 )
 
@@ -88,7 +88,7 @@ func rowDigests(rec arrow.RecordBatch) (string, error) {
 func writeInstances(t *testing.T, path string, seed uint64, n int) arrow.RecordBatch {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
-	ins := protogen.Instances(rng, n)
+	ins := prototest.Instances(rng, n)
 	w, err := recordio.Create(path, recordio.Options{Framing: recordio.PBStream, Codec: compress.Auto, PB: pbstream.Options{HasSortID: true}})
 	if err != nil {
 		t.Fatal(err)

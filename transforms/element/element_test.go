@@ -24,7 +24,7 @@ import (
 	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/batch/batchtest"
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 	"github.com/monolith-go/monolith/transforms/element"
 )
 
@@ -45,15 +45,15 @@ func makeBatches(seed uint64) ([]arrow.RecordBatch, error) {
 	mem := memory.DefaultAllocator
 	var out []arrow.RecordBatch
 	for i := 0; i < 3; i++ {
-		eb, err := batch.FromExampleBatch(mem, protogen.ExampleBatch(rng, 1+rng.IntN(20)))
+		eb, err := batch.FromExampleBatch(mem, prototest.ExampleBatch(rng, 1+rng.IntN(20)))
 		if err != nil {
 			return nil, err
 		}
-		ex, err := batch.FromExamples(mem, protogen.Examples(rng, 1+rng.IntN(20)))
+		ex, err := batch.FromExamples(mem, prototest.Examples(rng, 1+rng.IntN(20)))
 		if err != nil {
 			return nil, err
 		}
-		in, err := batch.FromInstances(mem, protogen.Instances(rng, 1+rng.IntN(20)))
+		in, err := batch.FromInstances(mem, prototest.Instances(rng, 1+rng.IntN(20)))
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/monolith-go/monolith/internal/fixtures"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
-	"github.com/monolith-go/monolith/schemas/protogen"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 // The golden ExampleBatch re-serializes to FixtureSize bytes with sha256 FixtureSHA (io.md §6.1).
@@ -79,11 +79,11 @@ func RandBatch(t testing.TB, mem memory.Allocator, rng *rand.Rand, maxRows int) 
 	var err error
 	switch rng.IntN(3) {
 	case 0:
-		rec, err = batch.FromExampleBatch(mem, protogen.ExampleBatch(rng, rows))
+		rec, err = batch.FromExampleBatch(mem, prototest.ExampleBatch(rng, rows))
 	case 1:
-		rec, err = batch.FromExamples(mem, protogen.Examples(rng, rows))
+		rec, err = batch.FromExamples(mem, prototest.Examples(rng, rows))
 	default:
-		rec, err = batch.FromInstances(mem, protogen.Instances(rng, rows))
+		rec, err = batch.FromInstances(mem, prototest.Instances(rng, rows))
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -125,15 +125,15 @@ func MixedBatches(t testing.TB, mem memory.Allocator, rng *rand.Rand) []arrow.Re
 		{Name: "only_here", Feature: []*examplepb.Feature{{}, {}}},
 	}}
 	return []arrow.RecordBatch{
-		mk(batch.FromExampleBatch(mem, protogen.ExampleBatch(rng, 5))),
+		mk(batch.FromExampleBatch(mem, prototest.ExampleBatch(rng, 5))),
 		mk(batch.FromExampleBatch(mem, &examplepb.ExampleBatch{DataSourceKey: 3})),
-		mk(batch.FromExamples(mem, protogen.Examples(rng, 7))),
+		mk(batch.FromExamples(mem, prototest.Examples(rng, 7))),
 		mk(batch.FromExampleBatch(mem, special)),
 		mk(batch.FromExampleBatch(mem, individual)),
-		mk(batch.FromInstances(mem, protogen.Instances(rng, 6))),
+		mk(batch.FromInstances(mem, prototest.Instances(rng, 6))),
 		mk(batch.FromExamples(mem, nil)),
 		FixtureRecord(t, mem),
-		mk(batch.FromExampleBatch(mem, protogen.ExampleBatch(rng, 1))),
+		mk(batch.FromExampleBatch(mem, prototest.ExampleBatch(rng, 1))),
 	}
 }
 

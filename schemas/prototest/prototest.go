@@ -1,7 +1,7 @@
-// Package protogen makes random Monolith messages for tests: ExampleBatches with every cell
+// Package prototest makes random Monolith messages for tests: ExampleBatches with every cell
 // kind, SHARED lists, unset and empty cells and mixed v1/v2 columns; Examples that disagree
 // on their features; Instances with every optional and unmodelled field. Tests only.
-package protogen
+package prototest
 
 import (
 	"fmt"
