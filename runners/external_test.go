@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/runners"
+	"github.com/monolith-go/monolith/runners/beamtest"
 	"github.com/monolith-go/monolith/runners/workerpool"
 )
 
@@ -76,47 +76,6 @@ func startPool(t *testing.T) (string, *syncbuf.Buffer) {
 	return p.Addr(), &logs
 }
 
-// startJobServer builds Beam's prism job server from the SDK this module pins (go tool
-// prism) and starts it on a loopback port until the end of the test.
-func startJobServer(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	bin, err := exec.CommandContext(ctx, "go", "tool", "-n", "prism").Output()
-	if err != nil {
-		t.Fatalf("building the prism job server (go tool -n prism): %v", err)
-	}
-	port := freePort(t)
-	var logs syncbuf.Buffer
-	cmd := exec.Command(strings.TrimSpace(string(bin)),
-		fmt.Sprintf("--job_port=%d", port), "--serve_http=false", "--idle_shutdown_timeout=3m", "--log_level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("job server log:\n%s", logs.String())
-		}
-	})
-	endpoint := fmt.Sprintf("127.0.0.1:%d", port)
-	for {
-		c, err := net.DialTimeout("tcp", endpoint, time.Second)
-		if err == nil {
-			c.Close()
-			return endpoint
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("job server at %s did not start: %v\n%s", endpoint, err, logs.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -164,7 +123,7 @@ func TestExternalPrism(t *testing.T) {
 func TestExternalUniversal(t *testing.T) {
 	runners.Init(false)
 	ctx := runCtx(t)
-	endpoint := startJobServer(t)
+	endpoint := beamtest.StartJobServer(t).Endpoint
 	pool, logs := startPool(t)
 	o := runners.Options{Runner: runners.Universal, Endpoint: endpoint, EnvironmentType: runners.External, EnvironmentConfig: pool}
 	start := time.Now()

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/fixtures"
 	"github.com/monolith-go/monolith/pipelines/validate"
+	"github.com/monolith-go/monolith/runners/beamtest"
 )
 
 const (
@@ -137,32 +137,14 @@ func TestValidateUsage(t *testing.T) {
 // starts it on a loopback port, and submits the validation pipeline to it through the
 // universal runner with LOOPBACK workers (this process).
 func TestValidatePortableJob(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	bin, err := exec.CommandContext(ctx, "go", "tool", "-n", "prism").Output()
-	if err != nil {
-		t.Fatalf("building the prism job server (go tool -n prism): %v", err)
-	}
-	port := freePort(t)
-	var logs bytes.Buffer
-	cmd := exec.CommandContext(ctx, strings.TrimSpace(string(bin)),
-		fmt.Sprintf("--job_port=%d", port), "--serve_http=false", "--idle_shutdown_timeout=3m", "--log_level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	endpoint := fmt.Sprintf("127.0.0.1:%d", port)
-	waitListening(t, ctx, endpoint, &logs)
+	js := beamtest.StartJobServer(t)
+	endpoint := js.Endpoint
 
 	dir := t.TempDir()
 	out, _, err := runValidateCLI(t, "--runner=universal", "--endpoint="+endpoint, "--environment_type=LOOPBACK",
 		"--input", fixtures.Path(t, "example_batch.pbtxt"), "--feature-configs", goodConfigs, "--out", dir)
 	if err != nil {
-		t.Fatalf("validate on the job server failed: %v\n%s\njob server log:\n%s", err, out, logs.String())
+		t.Fatalf("validate on the job server failed: %v\n%s", err, out)
 	}
 	checkReports(t, dir, validate.Pass)
 	// The same run with the broken config fails on the job server too.
@@ -173,9 +155,8 @@ func TestValidatePortableJob(t *testing.T) {
 	}
 	// Control: with the job server gone, the same submission fails and names the endpoint,
 	// so the runs above did go through it.
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	gone, stop := context.WithTimeout(ctx, 5*time.Second)
+	js.Stop()
+	gone, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
 	err = run(gone, []string{"validate", "--runner=universal", "--endpoint=" + endpoint, "--environment_type=LOOPBACK",
 		"--input", fixtures.Path(t, "example_batch.pbtxt"), "--feature-configs", goodConfigs, "--out", filepath.Join(dir, "gone")}, io.Discard, io.Discard)
@@ -193,21 +174,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitListening waits until something accepts connections at addr.
-func waitListening(t *testing.T, ctx context.Context, addr string, logs *bytes.Buffer) {
-	t.Helper()
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("job server at %s did not start: %v\n%s", addr, err, logs.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
