@@ -38,7 +38,7 @@ func (r *run) pipeline(ctx context.Context) error {
 		kinds = append(kinds, pipeline.Kind{Name: stageLoop1, Mode: pipeline.ModeLoop, Workers: 1})
 	}
 	kinds = append(kinds, pipeline.Kind{Name: stagePipeline, Mode: pipeline.ModePipeline})
-	plan := pipeline.Plan{Scales: r.sz.scales, Reps: r.sz.reps, Kinds: kinds, StartupRun: r.sz.pipeStartup}
+	plan := pipeline.Plan{Scales: r.sz.scales, Reps: r.sz.reps, Kinds: kinds, StartupRun: r.sz.pipeStartup, CPUProfile: r.opts.CPUProfile}
 	ms, err := pipeline.Bench(ctx, d, tiny, plan, r.tmp, r.log)
 	if err != nil {
 		return err

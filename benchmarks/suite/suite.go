@@ -36,7 +36,10 @@ type Options struct {
 	Only []string
 	// Command is the command line printed in the report (default: monolith bench --suite S --out O).
 	Command string
-	Log     *slog.Logger
+	// CPUProfile, when set, is a directory for CPU profiles of the pipeline section's child
+	// processes (benchmarks/pipeline.Plan.CPUProfile).
+	CPUProfile string
+	Log        *slog.Logger
 }
 
 // Sections of a run, in report order.

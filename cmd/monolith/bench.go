@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -18,6 +19,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "bench-results", "`DIR` for RESULTS.md, results.json and the PNG plots (created)")
 	only := fs.String("only", "", "comma-separated sections to run (default all): "+strings.Join(suite.Sections, ","))
 	verbose := fs.Bool("v", false, "debug logs")
+	profiles := fs.String("cpuprofile", "", "`DIR` for a CPU profile of every child process of the pipeline section (KIND-xSCALE-repN.pprof; go tool pprof reads them)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith bench [--suite quick|full] [--out DIR] [--only SECTIONS]\n\n"+
 			"Runs the kernel, decode, parameter-server, pipeline, NumPy-peer and scaling benchmarks,\n"+
@@ -43,7 +45,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *only != "" {
 		cmd += " --only " + *only
 	}
-	res, err := suite.Run(ctx, suite.Options{Suite: *name, Out: *out, Only: sections, Command: cmd,
+	if *profiles != "" {
+		if err := os.MkdirAll(*profiles, 0o755); err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+		abs, err := filepath.Abs(*profiles)
+		if err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+		*profiles = abs
+	}
+	res, err := suite.Run(ctx, suite.Options{Suite: *name, Out: *out, Only: sections, Command: cmd, CPUProfile: *profiles,
 		Log: loggerAt(stderr, *verbose, slog.LevelInfo)})
 	if err != nil {
 		return err
