@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/ps/server"
 	"github.com/monolith-go/monolith/ps/table"
@@ -21,10 +24,11 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	shard := fs.Int("shard", 0, "index of this shard in [0, --num-shards)")
 	numShards := fs.Int("num-shards", 1, "number of PS shards; fid f lives on shard uint64(f) % N")
 	listen := fs.String("listen", d.Listen, "gRPC listen address")
-	advertise := fs.String("advertise", "", "address registered in ZooKeeper (default: the address listened on)")
+	advertise := fs.String("advertise", "", "address registered with the discovery backend (default: the address listened on)")
+	addrFile := fs.String("addr-file", "", "once listening (and registered), write the bound address to `PATH` (atomically), so a launcher learns a :0 port")
 	tablesFile := fs.String("tables", "", "text-format TablesConfig file with the tables to serve (required)")
-	zk := fs.String("zk", "", "ZooKeeper servers host:port[,host:port...]; registers this shard when set")
-	zkPath := fs.String("zk-path", "/monolith/ps", "ZooKeeper root of the PS membership")
+	var disc discoveryFlags
+	disc.register(fs, false)
 	ckptDir := fs.String("checkpoint-dir", "", "checkpoint directory (restored at start, written at shutdown); shard I of N uses DIR/shard-I-of-N")
 	saveEvery := fs.Duration("save-every", 0, "period of background checkpoints (0: only at shutdown and on Save)")
 	keep := fs.Int("keep-checkpoints", d.KeepCheckpoints, "checkpoints kept per shard")
@@ -45,6 +49,42 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("%w: ps needs --tables", errUsage)
 	}
 	log := loggerAt(stderr, *verbose, slog.LevelInfo)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	// The backend first: TF_CONFIG and MLP say which shard this is, of how many, and where
+	// it listens.
+	var backend discovery.Backend
+	if disc.Type != discovery.TypeStatic {
+		b, id, err := disc.open(ctx, log)
+		if err != nil {
+			return fmt.Errorf("ps: %w", err)
+		}
+		defer b.Close()
+		backend = b
+		if id.Index >= 0 {
+			if id.ServerType != "ps" {
+				return fmt.Errorf("%w: discovery %s says this process is %s %d, not a ps", errUsage, disc.Type, id.ServerType, id.Index)
+			}
+			all, err := b.Query(ctx, "ps")
+			if err != nil {
+				return fmt.Errorf("ps: discovery %s: %w", disc.Type, err)
+			}
+			for _, f := range []struct {
+				name     string
+				flag     *int
+				fromDisc int
+			}{{"shard", shard, id.Index}, {"num-shards", numShards, len(all)}} {
+				if set[f.name] && *f.flag != f.fromDisc {
+					return fmt.Errorf("%w: --%s %d, but discovery %s says %d", errUsage, f.name, *f.flag, disc.Type, f.fromDisc)
+				}
+				*f.flag = f.fromDisc
+			}
+			if id.Addr != "" && !set["listen"] {
+				*listen = id.Addr
+			}
+		}
+	}
 
 	cfg, err := table.LoadTablesConfig(*tablesFile)
 	if err != nil {
@@ -66,35 +106,43 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	defer srv.Close()
 	log.Info(fmt.Sprintf("ps shard %d/%d listening on %s", *shard, *numShards, srv.Addr()), "addr", srv.Addr(), "metrics", srv.MetricsAddr())
 
-	// Serve on a context of its own so that the ZooKeeper node goes away before the server
+	// Serve on a context of its own so that the registration goes away before the server
 	// stops answering.
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServe()
-	var reg *discovery.Registration
+	addr := *advertise
+	if addr == "" {
+		addr = srv.Addr()
+	}
 	var unregister sync.Once
 	deregister := func() {
 		unregister.Do(func() {
-			if reg != nil {
-				if err := reg.Close(); err != nil {
-					log.Warn("leave ZooKeeper", "err", err)
-				}
+			if backend == nil {
+				return
+			}
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := backend.Deregister(dctx, "ps", *shard, addr); err != nil {
+				log.Warn("deregister", "discovery", disc.Type, "err", err)
+			}
+			if err := backend.Close(); err != nil {
+				log.Warn("close discovery", "discovery", disc.Type, "err", err)
 			}
 		})
 	}
-	if *zk != "" {
-		addr := *advertise
-		if addr == "" {
-			addr = srv.Addr()
-		}
-		servers, err := discovery.ParseServers(*zk)
+	if backend != nil {
+		rctx, cancel := context.WithTimeout(ctx, disc.Wait)
+		err := backend.Register(rctx, "ps", *shard, addr)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("%w: --zk: %v", errUsage, err)
+			return fmt.Errorf("ps shard %d: register with discovery %s (job %s) within %v: %w", *shard, disc.Type, disc.Job, disc.Wait, err)
 		}
-		reg, err = discovery.Register(ctx, servers, *zkPath, *shard, *numShards, addr, log)
-		if err != nil {
-			return fmt.Errorf("ps shard %d: register in ZooKeeper %s%s: %w", *shard, *zk, *zkPath, err)
+		log.Info("registered", "discovery", disc.Type, "job", disc.Job, "name", fmt.Sprintf("ps.%d", *shard), "addr", addr)
+	}
+	if *addrFile != "" {
+		if err := atomicfile.WriteFile(*addrFile, []byte(srv.Addr()+"\n")); err != nil {
+			return fmt.Errorf("ps: --addr-file: %w", err)
 		}
-		log.Info("registered in ZooKeeper", "zk", *zk, "path", *zkPath, "addr", addr)
 	}
 	stop := context.AfterFunc(ctx, func() { deregister(); stopServe() })
 	defer stop()

@@ -29,7 +29,7 @@ var psClientCommands = []struct{ name, summary string }{
 }
 
 func psClientUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: monolith ps-client <command> (--ps ADDR[,ADDR...] | --zk HOST:PORT --zk-path P --num-shards N) [flags]\n\ncommands:")
+	fmt.Fprintln(w, "usage: monolith ps-client <command> (--ps ADDR[,ADDR...] | --discovery zk|consul|tf_config|mlp [--zk SERVERS] [--job NAME] --num-shards N) [flags]\n\ncommands:")
 	for _, c := range psClientCommands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
@@ -50,11 +50,9 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w: unknown ps-client command %q", errUsage, sub)
 	}
 	fs := newFlagSet("ps-client "+sub, stderr)
-	ps := fs.String("ps", "", "PS shard addresses, shard order: ADDR[,ADDR...]")
-	zk := fs.String("zk", "", "ZooKeeper servers host:port[,...] to discover the shards (instead of --ps)")
-	zkPath := fs.String("zk-path", "/monolith/ps", "ZooKeeper root of the PS membership")
-	numShards := fs.Int("num-shards", 0, "number of shards to discover (with --zk)")
-	zkWait := fs.Duration("zk-wait", 10*time.Second, "how long to wait for every shard to appear in ZooKeeper")
+	var disc discoveryFlags
+	disc.register(fs, true)
+	numShards := fs.Int("num-shards", 0, "number of shards to discover (with a --discovery other than static)")
 	timeout := fs.Duration("call-timeout", client.DefaultCallTimeout, "timeout of each RPC attempt")
 	retries := fs.Int("retries", client.DefaultRetries, "retries of RPCs failing with Unavailable")
 	verbose := fs.Bool("v", false, "verbose logging")
@@ -100,7 +98,7 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w: ps-client %s takes no arguments (got %q)", errUsage, sub, fs.Args())
 	}
 	log := logger(stderr, *verbose)
-	addrs, err := psAddrs(ctx, *ps, *zk, *zkPath, *numShards, *zkWait, log)
+	addrs, err := psAddrs(ctx, &disc, *numShards, log)
 	if err != nil {
 		return err
 	}
@@ -146,34 +144,30 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return err
 }
 
-// psAddrs returns the shard addresses from --ps, or from ZooKeeper once all --num-shards
-// shards are registered.
-func psAddrs(ctx context.Context, ps, zk, zkPath string, n int, wait time.Duration, log *slog.Logger) ([]string, error) {
-	switch {
-	case ps != "" && zk != "":
-		return nil, fmt.Errorf("%w: give either --ps or --zk", errUsage)
-	case ps != "":
-		addrs := strings.Split(ps, ",")
-		for i := range addrs {
-			addrs[i] = strings.TrimSpace(addrs[i])
-		}
-		addrs, err := discovery.Static(addrs)
+// psAddrs returns the shard addresses from --ps, or from the discovery backend once all
+// --num-shards shards are registered.
+func psAddrs(ctx context.Context, disc *discoveryFlags, n int, log *slog.Logger) ([]string, error) {
+	if disc.Type == discovery.TypeStatic || disc.Type == "" {
+		addrs, err := discovery.Static(disc.staticAddrs())
 		if err != nil {
 			return nil, fmt.Errorf("%w: --ps: %v", errUsage, err)
 		}
 		return addrs, nil
-	case zk == "":
-		return nil, fmt.Errorf("%w: give --ps or --zk", errUsage)
-	case n <= 0:
-		return nil, fmt.Errorf("%w: --zk needs --num-shards", errUsage)
 	}
-	servers, err := discovery.ParseServers(zk)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --zk: %v", errUsage, err)
+	if disc.PS != "" {
+		return nil, fmt.Errorf("%w: --ps is static discovery, but --discovery is %s", errUsage, disc.Type)
 	}
-	addrs, err := discovery.WaitAll(ctx, servers, zkPath, n, wait, log)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: --discovery %s needs --num-shards", errUsage, disc.Type)
+	}
+	b, _, err := disc.open(ctx, log)
 	if err != nil {
-		return nil, fmt.Errorf("ps-client: %s: %w", zk, err)
+		return nil, fmt.Errorf("ps-client: %w", err)
+	}
+	defer b.Close()
+	addrs, err := discovery.WaitFor(ctx, b, "ps", n, disc.Wait, log)
+	if err != nil {
+		return nil, fmt.Errorf("ps-client: %w", err)
 	}
 	return addrs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -322,7 +323,9 @@ func TestPSUsageErrors(t *testing.T) {
 		{"ps-client"},
 		{"ps-client", "frobnicate"},
 		{"ps-client", "stats"},
-		{"ps-client", "stats", "--ps", "127.0.0.1:1", "--zk", "127.0.0.1:2"},
+		{"ps-client", "stats", "--ps", "127.0.0.1:1", "--discovery", "zk", "--zk", "127.0.0.1:2", "--num-shards", "1"},
+		{"ps-client", "stats", "--discovery", "zk", "--num-shards", "1"}, // no --zk
+		{"ps", "--tables", psTables, "--discovery", "zk"},                // no --zk
 		{"ps-client", "lookup", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2"},
 		{"ps-client", "lookup", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2", "--fids", "1,x"},
 		{"ps-client", "apply", "--ps", "127.0.0.1:1", "--table", "t", "--dim", "2", "--fids", "1", "--grads", "1"},
@@ -344,18 +347,26 @@ func TestPSUsageErrors(t *testing.T) {
 	}
 }
 
-// TestPSZooKeeper: shards register in a real ZooKeeper (S15) and ps-client finds them.
+// TestPSZooKeeper: shards register in a real ZooKeeper (S15) under Monolith's layout
+// (/monolith/{job}/ps.{i}) and ps-client finds them.
 func TestPSZooKeeper(t *testing.T) {
 	zk := zktest.Start(t)
-	zkArgs := []string{"--zk", zk.Addr(), "--zk-path", "/test/ps"}
+	zkArgs := []string{"--discovery", "zk", "--zk", zk.Addr(), "--job", "test"}
+	var shards []*psProc
 	for _, k := range []string{"0", "1"} {
-		startPS(t, append([]string{"--shard", k, "--num-shards", "2", "--tables", psTables}, zkArgs...)...)
+		shards = append(shards, startPS(t, append([]string{"--shard", k, "--num-shards", "2", "--tables", psTables}, zkArgs...)...))
 	}
-	found := append([]string{"--num-shards", "2", "--zk-wait", "20s"}, zkArgs...)
+	found := append([]string{"--num-shards", "2", "--discovery-wait", "20s"}, zkArgs...)
 	var ap applyOut
 	psClient(t, &ap, append([]string{"apply", "--table", "item", "--dim", "4", "--fids", "10,11", "--grads", "1,1,1,1,1,1,1,1"}, found...)...)
 	if ap.NumUpdated != 2 {
 		t.Fatalf("apply through ZooKeeper: %+v", ap)
+	}
+	conn := zk.Connect(t)
+	for i, p := range shards {
+		if data, st, err := conn.Get(fmt.Sprintf("/monolith/test/ps.%d", i)); err != nil || string(data) != p.addr || st.EphemeralOwner == 0 {
+			t.Errorf("node ps.%d: %q, %v; want %q in an ephemeral node", i, data, err, p.addr)
+		}
 	}
 	var lk lookupOut
 	psClient(t, &lk, append([]string{"lookup", "--table", "item", "--dim", "4", "--fids", "10,11,12"}, found...)...)
@@ -363,8 +374,15 @@ func TestPSZooKeeper(t *testing.T) {
 		t.Fatalf("lookup through ZooKeeper: %+v", lk)
 	}
 	// A shard count nobody registered times out with a clear error.
-	_, _, err := runCLI(t, append([]string{"ps-client", "stats", "--num-shards", "3", "--zk-wait", "1s"}, zkArgs...)...)
-	if err == nil || !strings.Contains(err.Error(), "not every shard registered") {
+	_, _, err := runCLI(t, append([]string{"ps-client", "stats", "--num-shards", "3", "--discovery-wait", "1s"}, zkArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), "ps [2] of 3 not registered") {
 		t.Fatalf("missing shard: %v", err)
+	}
+	// A stopped shard leaves the membership.
+	if err := shards[1].stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := conn.Exists("/monolith/test/ps.1"); ok || err != nil {
+		t.Errorf("ps.1 still registered after its shard stopped (%v)", err)
 	}
 }

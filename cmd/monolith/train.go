@@ -26,8 +26,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfgPath := fs.String("config", "", "training config, YAML or JSON (required; see README \"Training config\")")
 	data := fs.String("data", "", "a `DIR` written by monolith gen --planted; overrides the config's data and inputs")
 	ps := fs.String("ps", "", "comma-separated PS shard addresses (overrides ps.addrs; default: in-process shards)")
-	zk := fs.String("zk", "", "ZooKeeper servers to discover the PS shards (with --zk-path and --shards)")
-	zkPath := fs.String("zk-path", "", "ZooKeeper discovery path of the PS shards")
+	disc := fs.String("discovery", "", "how workers find the PS shards: static (--ps), zk, consul, tf_config or mlp (sets runner.discovery_type; default: --ps, else in-process shards)")
+	discWait := fs.Duration("discovery-wait", 60*time.Second, "how long to wait for every PS shard to be found")
+	zk := fs.String("zk", "", "ZooKeeper servers host:port[,...] of --discovery zk (sets runner.zk_server)")
+	job := fs.String("job", "", "the job's name: its ZooKeeper folder /monolith/NAME (sets runner.deep_insight_name; default monolith), or its Consul psm (runner.uuid)")
 	shards := fs.Int("shards", 0, "PS shards (overrides ps.shards)")
 	ckpt := fs.String("checkpoint-dir", "", "checkpoint directory (overrides checkpoint.dir)")
 	epochs := fs.Int("epochs", 0, "epochs (overrides epochs)")
@@ -64,6 +66,21 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	runnerFlags.Apply(&c.Runner) // Monolith's rule: a flag beats a value left at its default
+	c.MarkRunnerSet(runnerFlags.Set()...)
+	if *disc != "" {
+		c.Runner.DiscoveryType = *disc
+		c.MarkRunnerSet("discovery_type")
+	}
+	if *zk != "" {
+		c.Runner.ZKServer = *zk
+	}
+	if *job != "" { // the job's ZooKeeper folder, or its Consul psm
+		if c.Runner.DiscoveryType == "consul" {
+			c.Runner.UUID = *job
+		} else {
+			c.Runner.DeepInsightName = *job
+		}
+	}
 	if *data != "" {
 		c.SetData(*data)
 	}
@@ -75,9 +92,6 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		c.PS.Shards = len(c.PS.Addrs)
-	}
-	if *zk != "" {
-		c.PS.ZooKeeper, c.PS.ZKPath = *zk, *zkPath
 	}
 	if *shards > 0 {
 		c.PS.Shards = *shards
@@ -123,7 +137,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *plot && c.Checkpoint.Dir == "" {
 		return fmt.Errorf("%w: --plot draws the model directory's event file: set checkpoint.dir (or --checkpoint-dir)", errUsage)
 	}
-	o := train.Options{Runner: ro, PredictionDump: *predDump, HealthEvery: *healthEvery, ControllerListen: *ctlListen}
+	o := train.Options{Runner: ro, PredictionDump: *predDump, HealthEvery: *healthEvery, ControllerListen: *ctlListen, DiscoveryWait: *discWait}
 	if *metricsListen != "" {
 		// Bound before training starts: an address in use fails here, naming it.
 		o.Registry = metricsrv.NewRegistry()

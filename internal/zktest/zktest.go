@@ -21,9 +21,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,15 +28,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-)
 
-// Installation paths of the Debian package.
-const (
-	// JarDir holds zookeeper.jar and the jars its manifest names.
-	JarDir = "/usr/share/java"
-	// ZooKeeperJar is the server's jar; its manifest Class-Path brings its dependencies.
-	ZooKeeperJar = JarDir + "/zookeeper.jar"
-	mainClass    = "org.apache.zookeeper.server.ZooKeeperServerMain"
+	"github.com/monolith-go/monolith/internal/zkserver"
 )
 
 // Server timing (the zoo.cfg written for every server).
@@ -50,14 +40,10 @@ const (
 	SessionTimeout = 5 * TickTime
 )
 
-// Server is a running standalone ZooKeeper. It is stopped by the test's cleanup.
+// Server is a running standalone ZooKeeper (internal/zkserver). It is stopped by the
+// test's cleanup.
 type Server struct {
-	addr    string
-	dir     string
-	java    string
-	cfgPath string
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has exited
+	*zkserver.Server
 }
 
 // Start starts a server and waits until it serves requests. It fails t (never skips) when
@@ -65,107 +51,21 @@ type Server struct {
 // are removed by t.Cleanup; when t failed, the tail of the server log is logged first.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	java, err := exec.LookPath("java")
-	if _, serr := os.Stat(ZooKeeperJar); serr != nil || err != nil {
-		t.Fatalf("zktest: ZooKeeper is not installed (%s: %v; java: %v): run `sudo apt-get install zookeeper` (it brings a Java runtime)", ZooKeeperJar, serr, err)
+	if _, err := zkserver.Installed(); err != nil {
+		t.Fatalf("zktest: %v", err)
 	}
-	dir := t.TempDir()
-	var lastErr error
-	for attempt := range 3 { // a free port can be taken between probing and binding
-		s, err := launch(java, filepath.Join(dir, strconv.Itoa(attempt)))
-		if err == nil {
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("zktest: server %s log tail:\n%s", s.addr, s.logTail(40))
-				}
-				s.stop()
-			})
-			return s
-		}
-		lastErr = err
-	}
-	t.Fatalf("zktest: %v", lastErr)
-	return nil
-}
-
-func launch(java, dir string) (*Server, error) {
-	port, err := freePort()
+	s, err := zkserver.Start(context.Background(), zkserver.Options{Dir: t.TempDir(), TickTime: TickTime,
+		MinSessionTimeout: MinSessionTimeout, MaxSessionTimeout: SessionTimeout})
 	if err != nil {
-		return nil, err
+		t.Fatalf("zktest: %v", err)
 	}
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return nil, err
-	}
-	cfg := fmt.Sprintf(`tickTime=%d
-dataDir=%s
-clientPort=%d
-clientPortAddress=127.0.0.1
-minSessionTimeout=%d
-maxSessionTimeout=%d
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-`, TickTime.Milliseconds(), data, port, MinSessionTimeout.Milliseconds(), SessionTimeout.Milliseconds())
-	cfgPath := filepath.Join(dir, "zoo.cfg")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	s := &Server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, java: java, cfgPath: cfgPath}
-	if err := s.run(os.O_TRUNC); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// run starts the server process on s's configuration and waits until it serves requests;
-// logFlag is os.O_TRUNC for a new server, os.O_APPEND for a restart.
-func (s *Server) run(logFlag int) error {
-	log, err := os.OpenFile(filepath.Join(s.dir, "zookeeper.log"), os.O_CREATE|os.O_WRONLY|logFlag, 0o644)
-	if err != nil {
-		return err
-	}
-	defer log.Close() // the child has its own descriptor
-
-	cp := ZooKeeperJar
-	if _, err := os.Stat(JarDir + "/slf4j-simple.jar"); err == nil {
-		cp += ":" + JarDir + "/slf4j-simple.jar" // server logs go to zookeeper.log
-	}
-	cmd := exec.Command(s.java,
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Djava.net.preferIPv4Stack=true",
-		"-Dzookeeper.admin.enableServer=false",
-		"-Dzookeeper.4lw.commands.whitelist=*",
-		"-cp", cp, mainClass, s.cfgPath)
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = log, log
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.java, err)
-	}
-	exited := make(chan struct{})
-	s.cmd, s.exited = cmd, exited
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if out, err := s.fourLetter("srvr", time.Second); err == nil && strings.Contains(out, "Mode: standalone") {
-			return nil
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("zktest: server %s log tail:\n%s", s.Addr(), s.LogTail(40))
 		}
-		select {
-		case <-exited:
-			return fmt.Errorf("server %s exited at start-up:\n%s", s.addr, s.logTail(40))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			tail := s.logTail(40)
-			s.stop()
-			return fmt.Errorf("server %s not serving after 60s:\n%s", s.addr, tail)
-		}
-	}
+		s.Stop()
+	})
+	return &Server{s}
 }
 
 // Restart kills the server (as a crash would) and starts it again on the same port and
@@ -174,70 +74,23 @@ func (s *Server) run(logFlag int) error {
 // server does not come back within a minute.
 func (s *Server) Restart(t testing.TB, down time.Duration) {
 	t.Helper()
-	s.stop()
-	time.Sleep(down)
-	if err := s.run(os.O_APPEND); err != nil {
-		t.Fatalf("zktest: restart: %v", err)
+	if err := s.Server.Restart(context.Background(), down); err != nil {
+		t.Fatalf("zktest: %v", err)
 	}
 }
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// stop kills the process group and waits for the process.
-func (s *Server) stop() {
-	killGroup(s.cmd)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-// logTail returns the last n lines of the server log.
-func (s *Server) logTail(n int) string {
-	b, err := os.ReadFile(filepath.Join(s.dir, "zookeeper.log"))
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// Addr is the server's client address, "127.0.0.1:port".
-func (s *Server) Addr() string { return s.addr }
 
 // Servers is Addr as the server list clients take.
-func (s *Server) Servers() []string { return []string{s.addr} }
+func (s *Server) Servers() []string { return []string{s.Addr()} }
 
 // FourLetter sends a four-letter-word command ("srvr", "dump", "ruok", …) and returns the
 // reply.
 func (s *Server) FourLetter(t testing.TB, cmd string) string {
 	t.Helper()
-	out, err := s.fourLetter(cmd, 5*time.Second)
+	out, err := s.Server.FourLetter(cmd, 5*time.Second)
 	if err != nil {
 		t.Fatalf("zktest: %s: %v", cmd, err)
 	}
 	return out
-}
-
-func (s *Server) fourLetter(cmd string, timeout time.Duration) (string, error) {
-	c, err := net.DialTimeout("tcp", s.addr, timeout)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
-	if _, err := io.WriteString(c, cmd); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	return string(b), err
 }
 
 // HasSession reports whether the server still tracks session id (from the "dump" command).
@@ -371,7 +224,7 @@ func (p *Proxy) accept() {
 			c.Close()
 			continue
 		}
-		up, err := net.DialTimeout("tcp", p.srv.addr, 5*time.Second)
+		up, err := net.DialTimeout("tcp", p.srv.Addr(), 5*time.Second)
 		if err != nil {
 			c.Close()
 			continue

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -48,7 +49,10 @@ type Config struct {
 	// EvalEveryEpochs also evaluates after every EvalEveryEpochs-th epoch (0: only once,
 	// after training); each evaluation is a summary in the event file and the metrics.
 	EvalEveryEpochs int   `json:"eval_every_epochs"`
-	MaxSteps        int64 `json:"max_steps"` // stop after this many global steps (0 = no limit)
+	MaxSteps        int64 `json:"max_steps"` // stop at this global step (absolute; 0 = no limit)
+	// Steps stops this many global steps after the step training starts from (the
+	// restored checkpoint's; 0 = no limit). With max_steps too, the lower bound wins.
+	Steps int64 `json:"steps"`
 	// Threads is the goroutines each step of a bundle runs on (default 0: GOMAXPROCS of
 	// the worker; the plain loop's goroutines too). Steps pipeline their batches, so up to
 	// a few times Threads batches are between their lookup and their apply (asynchronous
@@ -76,14 +80,13 @@ type Config struct {
 	// in protobuf JSON (full control over filters, expiry, compression).
 	Tables json.RawMessage `json:"tables"`
 
-	// PS says where the parameter servers are. With no Addrs and no ZooKeeper, Shards
-	// in-process servers (default 1) are started on 127.0.0.1.
+	// PS says where the parameter servers are: Addrs (static discovery), or the runner's
+	// discovery_type; with neither, Shards in-process servers (default 1) are started on
+	// 127.0.0.1.
 	PS struct {
-		Shards    int      `json:"shards"`
-		Addrs     []string `json:"addrs"`
-		ZooKeeper string   `json:"zookeeper"` // comma-separated servers
-		ZKPath    string   `json:"zk_path"`   // discovery path (ps/discovery)
-		Seed      uint64   `json:"seed"`      // in-process servers' initializer seed
+		Shards int      `json:"shards"`
+		Addrs  []string `json:"addrs"`
+		Seed   uint64   `json:"seed"` // in-process servers' initializer seed
 	} `json:"ps"`
 	// Checkpoint: the PS saves every EverySteps global steps and at the end of training.
 	// In-process servers restore the newest checkpoint under Dir when they start.
@@ -103,17 +106,61 @@ type Config struct {
 
 	// Runner is Monolith's RunnerConfig (pipelines/train/runconfig), under the key
 	// "runner" with Monolith's field names; monolith train also binds each field to a flag
-	// of the same name. Used here: model_dir, restore_dir and restore_ckpt (when the
-	// checkpoint section does not set them), enable_model_ckpt_info, save_summary_steps (the
-	// event file's training summaries), connect_retries and retry_backoff_ms (the PS
-	// clients) and barrier_timeout_ms (the save barrier's wait).
+	// of the same name. The fields that act are RunnerKeys; any other field set to a value
+	// other than its default is an error naming it.
 	Runner runconfig.RunnerConfig `json:"runner"`
 
 	// dir is the directory relative paths start from.
 	dir string
 	// ops are Filters then Labels, parsed and validated by Normalize.
 	ops []OpSpec
+	// runnerSet are the runner keys the file or the command line set (MarkRunnerSet).
+	runnerSet map[string]bool
+	// discovery is the resolved way to the PS: "" (in-process shards) or a discovery type.
+	discovery string
 }
+
+// RunnerKeys are the runner fields monolith train acts on, with what each does.
+var RunnerKeys = map[string]string{
+	"index":                   "this worker's index in [0, num_workers): it trains the input files i with i % num_workers == index; index 0 is the chief",
+	"num_workers":             "the workers of the job (default 1); more than one needs shared PS shards (ps.addrs or a discovery)",
+	"num_ps":                  "PS shards, as ps.shards",
+	"server_type":             "must be worker (a PS is `monolith ps`)",
+	"mode":                    "must be train (`monolith evaluate` and `monolith predict` are the other modes)",
+	"model_dir":               "as checkpoint.dir",
+	"restore_dir":             "as checkpoint.restore_dir",
+	"restore_ckpt":            "as checkpoint.restore_ckpt",
+	"enable_model_ckpt_info":  "as checkpoint.info",
+	"save_checkpoints_steps":  "as checkpoint.every_steps",
+	"checkpoints_max_to_keep": "as checkpoint.keep",
+	"save_summary_steps":      "global steps between the event file's training summaries",
+	"chief_timeout_secs":      "how long the chief waits for the other workers to finish before its final save and evaluation",
+	"max_rpc_deadline_millis": "the PS clients' per-call deadline",
+	"is_local":                "true: in-process PS shards, no discovery",
+	"discovery_type":          "how workers find the PS: static (ps.addrs), zk, consul, tf_config (primus) or mlp",
+	"zk_server":               "ZooKeeper servers (discovery zk)",
+	"deep_insight_name":       "the job's ZooKeeper folder /monolith/{name} (discovery zk; default monolith)",
+	"tf_config":               "the TF_CONFIG cluster JSON (discovery tf_config; default $TF_CONFIG)",
+	"uuid":                    "the job's Consul psm (discovery consul)",
+	"connect_retries":         "PS client retries of a failed call",
+	"retry_backoff_ms":        "PS client retry backoff",
+	"barrier_timeout_ms":      "the save barrier's wait for the workers to pause",
+}
+
+// MarkRunnerSet records runner keys set outside the file (command-line flags): a key set
+// acts even at its default value (discovery_type consul, checkpoints_max_to_keep 10).
+func (c *Config) MarkRunnerSet(keys ...string) {
+	if c.runnerSet == nil {
+		c.runnerSet = map[string]bool{}
+	}
+	for _, k := range keys {
+		c.runnerSet[k] = true
+	}
+}
+
+// Discovery is how the workers find the PS: "" for in-process shards, else a discovery
+// type (static, zk, consul, tf_config or mlp).
+func (c *Config) Discovery() string { return c.discovery }
 
 // Ops returns the config's filters and label ops, in the order they run.
 func (c *Config) Ops() []OpSpec { return c.ops }
@@ -165,6 +212,14 @@ func ParseConfig(b []byte, yamlText bool) (*Config, error) {
 	c := &Config{Runner: runconfig.Defaults()}
 	if err := dec.Decode(c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	var keys struct {
+		Runner map[string]json.RawMessage `json:"runner"`
+	}
+	if err := json.Unmarshal(b, &keys); err == nil {
+		for k := range keys.Runner {
+			c.MarkRunnerSet(k)
+		}
 	}
 	return c, nil
 }
@@ -225,11 +280,17 @@ func (c *Config) Normalize() error {
 	if err := c.Runner.Validate(); err != nil {
 		return fmt.Errorf("%w: runner: %v", ErrConfig, err)
 	}
+	if err := c.applyRunner(); err != nil {
+		return err
+	}
 	if c.Checkpoint.Dir == "" {
 		c.Checkpoint.Dir = c.Runner.ModelDir
 	}
 	if c.Checkpoint.RestoreDir == "" {
-		c.Checkpoint.RestoreDir, c.Checkpoint.RestoreCkpt = c.Runner.RestoreDir, c.Runner.RestoreCkpt
+		c.Checkpoint.RestoreDir = c.Runner.RestoreDir
+	}
+	if c.Checkpoint.RestoreCkpt == "" {
+		c.Checkpoint.RestoreCkpt = c.Runner.RestoreCkpt
 	}
 	c.Checkpoint.Info = c.Checkpoint.Info || c.Runner.EnableModelCkptInfo
 	c.Checkpoint.Dir = c.path(c.Checkpoint.Dir)
@@ -262,6 +323,9 @@ func (c *Config) Normalize() error {
 	if c.Checkpoint.Keep == 0 {
 		c.Checkpoint.Keep = 3
 	}
+	if c.Steps < 0 {
+		return fmt.Errorf("%w: steps %d must not be negative", ErrConfig, c.Steps)
+	}
 	switch {
 	case c.TrainInput == "":
 		return fmt.Errorf("%w: train_input is empty (set it, or data)", ErrConfig)
@@ -274,12 +338,11 @@ func (c *Config) Normalize() error {
 			ErrConfig, c.BatchSize, c.Epochs, c.MaxSteps, c.Threads, c.PS.Shards, c.Checkpoint.EverySteps, c.EvalEveryEpochs)
 	case c.EvalEveryEpochs > 0 && c.EvalInput == "":
 		return fmt.Errorf("%w: eval_every_epochs %d needs eval_input", ErrConfig, c.EvalEveryEpochs)
-	case len(c.PS.Addrs) > 0 && c.PS.ZooKeeper != "":
-		return fmt.Errorf("%w: ps.addrs and ps.zookeeper are exclusive", ErrConfig)
 	case len(c.PS.Addrs) > 0 && c.PS.Shards != len(c.PS.Addrs):
 		return fmt.Errorf("%w: ps.shards is %d but ps.addrs lists %d servers", ErrConfig, c.PS.Shards, len(c.PS.Addrs))
-	case c.PS.ZooKeeper != "" && c.PS.ZKPath == "":
-		return fmt.Errorf("%w: ps.zookeeper needs ps.zk_path", ErrConfig)
+	}
+	if err := c.resolveDiscovery(); err != nil {
+		return err
 	}
 	for i, s := range c.Sparse.Segments {
 		if _, err := s.build(0); err != nil {
@@ -301,6 +364,98 @@ func (c *Config) Normalize() error {
 		return err
 	}
 	c.ops = append(filters, labels...)
+	return nil
+}
+
+// applyRunner copies the runner keys that stand for a key of this config (num_ps,
+// save_checkpoints_steps, checkpoints_max_to_keep), checks the ones that act here, and
+// rejects every other field set to a value other than its default.
+func (c *Config) applyRunner() error {
+	r := &c.Runner
+	for _, k := range r.Changed() {
+		if _, ok := RunnerKeys[k]; !ok {
+			return fmt.Errorf("%w: runner.%s is not supported by monolith train (the keys that act are in the README's training config table)", ErrConfig, k)
+		}
+	}
+	switch {
+	case r.ServerType != "worker":
+		return fmt.Errorf("%w: runner.server_type %q: monolith train runs workers (a PS is monolith ps)", ErrConfig, r.ServerType)
+	case r.Mode != "train":
+		return fmt.Errorf("%w: runner.mode %q: monolith train trains (use monolith evaluate or monolith predict)", ErrConfig, r.Mode)
+	case r.NumWorkers < 1:
+		return fmt.Errorf("%w: runner.num_workers %d, want ≥ 1", ErrConfig, r.NumWorkers)
+	case r.Index >= r.NumWorkers:
+		return fmt.Errorf("%w: runner.index %d outside [0, %d) (runner.num_workers %d)", ErrConfig, r.Index, r.NumWorkers, r.NumWorkers)
+	case r.ChiefTimeoutSecs <= 0 || r.MaxRPCDeadlineMillis <= 0:
+		return fmt.Errorf("%w: runner.chief_timeout_secs %d and runner.max_rpc_deadline_millis %d must be > 0", ErrConfig, r.ChiefTimeoutSecs, r.MaxRPCDeadlineMillis)
+	}
+	agree := func(key string, rv, cv int64, ckey string) (int64, error) {
+		switch {
+		case rv == 0 || rv == cv:
+			return cv, nil
+		case cv == 0:
+			return rv, nil
+		}
+		return 0, fmt.Errorf("%w: runner.%s is %d but %s is %d", ErrConfig, key, rv, ckey, cv)
+	}
+	shards, err := agree("num_ps", int64(r.NumPS), int64(c.PS.Shards), "ps.shards")
+	if err != nil {
+		return err
+	}
+	c.PS.Shards = int(shards)
+	if c.Checkpoint.EverySteps, err = agree("save_checkpoints_steps", int64(r.SaveCheckpointsSteps), c.Checkpoint.EverySteps, "checkpoint.every_steps"); err != nil {
+		return err
+	}
+	if c.runnerSet["checkpoints_max_to_keep"] || r.CheckpointsMaxToKeep != runconfig.Defaults().CheckpointsMaxToKeep {
+		keep, err := agree("checkpoints_max_to_keep", int64(r.CheckpointsMaxToKeep), int64(c.Checkpoint.Keep), "checkpoint.keep")
+		if err != nil {
+			return err
+		}
+		c.Checkpoint.Keep = int(keep)
+	}
+	return nil
+}
+
+// resolveDiscovery sets c.discovery from ps.addrs and the runner's discovery keys, and
+// rejects discovery keys that would not act.
+func (c *Config) resolveDiscovery() error {
+	r := &c.Runner
+	d := ""
+	switch {
+	case r.IsLocal:
+		if len(c.PS.Addrs) > 0 || c.runnerSet["discovery_type"] {
+			return fmt.Errorf("%w: runner.is_local starts in-process PS shards: drop ps.addrs and runner.discovery_type", ErrConfig)
+		}
+	case c.runnerSet["discovery_type"] || r.DiscoveryType != runconfig.Defaults().DiscoveryType:
+		d = r.DiscoveryType
+		if d == runconfig.DiscoveryPrimus {
+			d = runconfig.DiscoveryTFConfig
+		}
+	case len(c.PS.Addrs) > 0:
+		d = runconfig.DiscoveryStatic
+	}
+	needs := map[string]string{"zk_server": runconfig.DiscoveryZK, "deep_insight_name": runconfig.DiscoveryZK,
+		"tf_config": runconfig.DiscoveryTFConfig, "uuid": runconfig.DiscoveryConsul}
+	for _, k := range []string{"zk_server", "deep_insight_name", "tf_config", "uuid"} {
+		if slices.Contains(r.Changed(), k) && d != needs[k] {
+			return fmt.Errorf("%w: runner.%s acts with runner.discovery_type %s, not %q", ErrConfig, k, needs[k], d)
+		}
+	}
+	switch {
+	case d == runconfig.DiscoveryStatic && len(c.PS.Addrs) == 0:
+		return fmt.Errorf("%w: runner.discovery_type static needs ps.addrs", ErrConfig)
+	case d != runconfig.DiscoveryStatic && len(c.PS.Addrs) > 0:
+		return fmt.Errorf("%w: ps.addrs is static discovery, but runner.discovery_type is %s", ErrConfig, d)
+	case d == runconfig.DiscoveryZK && r.ZKServer == "":
+		return fmt.Errorf("%w: runner.discovery_type zk needs runner.zk_server", ErrConfig)
+	case d == runconfig.DiscoveryConsul && r.UUID == "":
+		return fmt.Errorf("%w: runner.discovery_type consul needs runner.uuid (the job's psm)", ErrConfig)
+	case d == "" && r.NumWorkers > 1:
+		return fmt.Errorf("%w: runner.num_workers %d needs PS shards the workers share: set ps.addrs or runner.discovery_type", ErrConfig, r.NumWorkers)
+	case d != "" && c.Checkpoint.RestoreDir != "":
+		return fmt.Errorf("%w: checkpoint.restore_dir needs in-process PS shards (external shards restore their own checkpoint folders)", ErrConfig)
+	}
+	c.discovery = d
 	return nil
 }
 

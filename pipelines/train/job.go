@@ -33,6 +33,9 @@ type Job struct {
 	// retry_backoff_ms; zero: the client's defaults).
 	ConnectRetries int
 	RetryBackoff   time.Duration
+	// CallTimeout is the PS clients' per-call deadline (max_rpc_deadline_millis; zero:
+	// the client's default).
+	CallTimeout time.Duration
 }
 
 // ModelSpec is the job's model as transforms/model takes it.
@@ -45,6 +48,9 @@ func (j *Job) clientOptions() []client.Option {
 	var o []client.Option
 	if j.ConnectRetries > 0 {
 		o = append(o, client.WithRetries(j.ConnectRetries))
+	}
+	if j.CallTimeout > 0 {
+		o = append(o, client.WithCallTimeout(j.CallTimeout))
 	}
 	if j.RetryBackoff > 0 {
 		o = append(o, client.WithBackoff(j.RetryBackoff, max(j.RetryBackoff, client.DefaultMaxBackoff)))

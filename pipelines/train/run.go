@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
+	"github.com/monolith-go/monolith/pipelines/train/runconfig"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/ps/server"
@@ -36,7 +38,7 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Logger receives the in-process PS servers' logs (nil: discarded).
 	Logger *slog.Logger
-	// DiscoveryWait bounds the wait for every shard to register in ZooKeeper (default 30s).
+	// DiscoveryWait bounds the wait for every PS shard to be found (default 60s).
 	DiscoveryWait time.Duration
 	// Loop runs the same workers in a plain loop in this process instead of a Beam
 	// pipeline: the baseline of the training benchmark (benchmarks/suite, section train).
@@ -62,13 +64,17 @@ type Options struct {
 
 // Summary is the result of a run, printed as one JSON line.
 type Summary struct {
-	Model      string `json:"model"`
-	PSShards   int    `json:"ps_shards"`
-	BatchSize  int    `json:"batch_size"`
-	Epochs     int    `json:"epochs"`
-	Examples   int64  `json:"examples"`
-	Steps      int64  `json:"steps"`
-	GlobalStep int64  `json:"global_step"`
+	Model    string `json:"model"`
+	PSShards int    `json:"ps_shards"`
+	// Worker is this process's worker index (0: the chief, which saves, evaluates and
+	// writes the summaries) of NumWorkers.
+	Worker     int   `json:"worker"`
+	NumWorkers int   `json:"num_workers"`
+	BatchSize  int   `json:"batch_size"`
+	Epochs     int   `json:"epochs"`
+	Examples   int64 `json:"examples"`
+	Steps      int64 `json:"steps"`
+	GlobalStep int64 `json:"global_step"`
 	// StartStep is the global step before training: non-zero when the PS restored a
 	// checkpoint (a resumed run).
 	StartStep      int64   `json:"start_step"`
@@ -211,6 +217,13 @@ func (l *LocalPS) Stop() error {
 // a model directory that cannot be written fails before training starts.
 func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	wall := time.Now()
+	// Again: the caller may have changed fields since Normalize.
+	if err := c.applyRunner(); err != nil {
+		return nil, err
+	}
+	if err := c.resolveDiscovery(); err != nil {
+		return nil, err
+	}
 	pr, err := Prepare(c)
 	if err != nil {
 		return nil, err
@@ -226,33 +239,14 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sums, err := newSummaries(m, c.Checkpoint.Dir, int64(c.Runner.SaveSummarySteps), o.Progress, o.ProgressEvery)
-	if err != nil {
-		return nil, err
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	defer func() {
-		if cerr := sums.close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	addrs := c.PS.Addrs
-	if c.Checkpoint.RestoreDir != "" && (len(addrs) > 0 || c.PS.ZooKeeper != "") {
-		return nil, fmt.Errorf("%w: checkpoint.restore_dir needs in-process PS shards (external shards restore their own checkpoint folders)", ErrConfig)
-	}
-	switch {
-	case c.PS.ZooKeeper != "":
-		servers, err := discovery.ParseServers(c.PS.ZooKeeper)
-		if err != nil {
-			return nil, fmt.Errorf("%w: ps.zookeeper: %v", ErrConfig, err)
-		}
-		wait := o.DiscoveryWait
-		if wait == 0 {
-			wait = 30 * time.Second
-		}
-		if addrs, err = discovery.WaitAll(ctx, servers, c.PS.ZKPath, c.PS.Shards, wait, o.Logger); err != nil {
-			return nil, fmt.Errorf("pipelines/train: %w", err)
-		}
-	case len(addrs) == 0:
+	worker, workers := c.Runner.Index, c.Runner.NumWorkers
+	var addrs []string
+	var backend discovery.Backend
+	if c.Discovery() == "" {
 		restoreFrom, err := restoreFolders(ctx, c, o.Logger)
 		if err != nil {
 			return nil, err
@@ -264,32 +258,83 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 		}
 		defer local.Stop()
 		addrs = local.Addrs()
+	} else {
+		var id discovery.Identity
+		if backend, id, err = openDiscovery(ctx, c, logger); err != nil {
+			return nil, err
+		}
+		defer backend.Close()
+		if worker, workers, err = identity(ctx, c, backend, id); err != nil {
+			return nil, err
+		}
+		wait := o.DiscoveryWait
+		if wait == 0 {
+			wait = 60 * time.Second
+		}
+		if addrs, err = discovery.WaitFor(ctx, backend, "ps", c.PS.Shards, wait, logger); err != nil {
+			return nil, fmt.Errorf("pipelines/train: worker %d: %w", worker, err)
+		}
 	}
+	chief := worker == 0
+	modelDir := c.Checkpoint.Dir
+	if !chief {
+		modelDir = "" // the chief saves and writes the summaries
+	}
+	sums, err := newSummaries(m, modelDir, int64(c.Runner.SaveSummarySteps), o.Progress, o.ProgressEvery)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := sums.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	j := pr.Job
 	j.PS = addrs
 	j.ConnectRetries, j.RetryBackoff = c.Runner.Retry()
+	j.CallTimeout = time.Duration(c.Runner.MaxRPCDeadlineMillis) * time.Millisecond
 	j.RunID = newRunID()
 	ps, err := client.New(addrs, append(j.clientOptions(), client.WithMetrics(m.PS))...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
 	defer ps.Close()
+	if backend != nil {
+		wait := o.DiscoveryWait
+		if wait == 0 {
+			wait = 60 * time.Second
+		}
+		if err := waitServing(ctx, ps, wait, logger); err != nil {
+			return nil, fmt.Errorf("pipelines/train: worker %d: %w", worker, err)
+		}
+	}
+	if backend != nil && c.Discovery() != runconfig.DiscoveryStatic {
+		// Membership changes (a PS shard restarted on another address) reach the client.
+		fctx, stopFollow := context.WithCancel(ctx)
+		var followed sync.WaitGroup
+		followed.Go(func() {
+			discovery.Follow(fctx, backend, "ps", c.PS.Shards, time.Second, logger, func(a []string) {
+				if err := ps.SetShards(a); err != nil {
+					logger.Warn("PS membership change", "addrs", a, "err", err)
+				}
+			})
+		})
+		defer func() { stopFollow(); followed.Wait() }()
+	}
 	// The workers of this process (the embedded runner, LOOPBACK) share the driver's PS
 	// client and count into m: the steps' Setup finds them in the context.
 	ctx = withRun(ctx, &runHandle{ps: ps, metrics: m})
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	// A new run starts with the training barrier removed (a PS that served an earlier run
-	// may still hold its pause or stop).
 	barrier := ps.TrainingBarrier()
-	if st, err := barrier.Status(ctx); err != nil {
-		return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
-	} else if st.Placed {
-		logger.Warn("training barrier left placed by an earlier run; removing it", "action", st.Action)
-		if err := barrier.Remove(ctx); err != nil {
+	if chief {
+		// A new run starts with the training barrier removed (a PS that served an earlier
+		// run may still hold its pause or stop).
+		if st, err := barrier.Status(ctx); err != nil {
 			return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
+		} else if st.Placed {
+			logger.Warn("training barrier left placed by an earlier run; removing it", "action", st.Action)
+			if err := barrier.Remove(ctx); err != nil {
+				return nil, fmt.Errorf("pipelines/train: training barrier: %w", err)
+			}
 		}
 	}
 	cm, err := m.controllerMetrics(barrier)
@@ -298,29 +343,26 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	}
 	defer cm.Unregister() // the barrier goes with the run
 	saver := &controller.Saver{PS: ps, Barrier: barrier, MaxPending: c.Runner.BarrierTimeout(), Log: logger, Metrics: cm}
-	if c.Checkpoint.Dir != "" {
-		saver.Listeners = append(saver.Listeners, stateRecorder{dir: c.Checkpoint.Dir, keep: c.Checkpoint.Keep})
+	if modelDir != "" {
+		saver.Listeners = append(saver.Listeners, stateRecorder{dir: modelDir, keep: c.Checkpoint.Keep})
 		if c.Checkpoint.Info {
-			saver.Listeners = append(saver.Listeners, controller.BeforeSaveOnly{L: ckptInfo{ps: ps, dir: c.Checkpoint.Dir, tables: sparseNames(pr.Features)}})
+			saver.Listeners = append(saver.Listeners, controller.BeforeSaveOnly{L: ckptInfo{ps: ps, dir: modelDir, tables: sparseNames(pr.Features)}})
 		}
-	}
-	if c.Checkpoint.Dir != "" {
-		ctl, err := controller.Serve(o.ControllerListen, c.Checkpoint.Dir, barrier, saver, cm, logger)
+		ctl, err := controller.Serve(o.ControllerListen, modelDir, barrier, saver, cm, logger)
 		if err != nil {
 			return nil, fmt.Errorf("pipelines/train: %w", err)
 		}
 		defer ctl.Stop(5 * time.Second)
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "train: controller at %s (monolith ctl stop|resume|status|save --model-dir %s)\n", ctl.Addr(), c.Checkpoint.Dir)
+			fmt.Fprintf(o.Progress, "train: controller at %s (monolith ctl stop|resume|status|save --model-dir %s)\n", ctl.Addr(), modelDir)
 		}
 	}
-	health := startHealth(ctx, ps, barrier, o.HealthEvery, logger)
-	defer health.stop()
-	eng := engine{j: j, o: o, ps: ps, metrics: m}
-
-	sum := &Summary{Model: c.Model, PSShards: len(addrs), BatchSize: c.BatchSize}
+	sum := &Summary{Model: c.Model, PSShards: len(addrs), BatchSize: c.BatchSize, Worker: worker, NumWorkers: workers}
 	files, err := beamio.Files(ctx, c.TrainInput)
 	if err != nil {
+		return nil, fmt.Errorf("pipelines/train: train_input %s: %w", c.TrainInput, err)
+	}
+	if files, err = workerFiles(files, worker, workers); err != nil {
 		return nil, fmt.Errorf("pipelines/train: train_input %s: %w", c.TrainInput, err)
 	}
 	if sum.StartStep, err = ps.GlobalStep(ctx, 0, ""); err != nil {
@@ -329,9 +371,13 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	if sum.StartStep > 0 && o.Progress != nil {
 		fmt.Fprintf(o.Progress, "train: resuming at global step %d (the PS restored a checkpoint)\n", sum.StartStep)
 	}
+	j.MaxSteps = stepLimit(c.MaxSteps, c.Steps, sum.StartStep)
+	health := startHealth(ctx, ps, barrier, o.HealthEvery, logger)
+	defer health.stop()
+	eng := engine{j: j, o: o, ps: ps, metrics: m}
 	var total Stats
 	start := time.Now()
-	periodic := startSaver(ctx, ps, saver, c.Checkpoint.Dir != "", c.Checkpoint.EverySteps, o.Progress)
+	periodic := startSaver(ctx, ps, saver, modelDir != "", c.Checkpoint.EverySteps, o.Progress)
 	sums.start(ctx, ps)
 	for e := 1; e <= c.Epochs; e++ {
 		if err := health.failure(); err != nil {
@@ -347,10 +393,10 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, "train: epoch %d: %d steps, %d examples, loss %.4f\n", e, st.Steps, st.Examples, st.LossSum/float64(max(1, st.Examples)))
 		}
-		if c.MaxSteps > 0 && st.Skipped > 0 {
+		if j.MaxSteps > 0 && st.Skipped > 0 {
 			break
 		}
-		if c.EvalEveryEpochs > 0 && e%c.EvalEveryEpochs == 0 && e < c.Epochs {
+		if chief && c.EvalEveryEpochs > 0 && e%c.EvalEveryEpochs == 0 && e < c.Epochs {
 			if err := evalSummary(ctx, c, eng, ps, sums); err != nil {
 				periodic.stop()
 				return nil, fmt.Errorf("pipelines/train: evaluation after epoch %d: %w", e, err)
@@ -377,7 +423,20 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
 	sums.train(sum.GlobalStep) // the steps since the last interval
-	if c.Checkpoint.Dir != "" {
+	if workers > 1 {
+		// The chief saves and evaluates the model once every worker is done.
+		if err := endBarrier(ctx, ps, worker, workers, time.Duration(c.Runner.ChiefTimeoutSecs)*time.Second, o.Progress); err != nil {
+			return nil, err
+		}
+		if sum.GlobalStep, err = ps.GlobalStep(ctx, 0, ""); err != nil {
+			return nil, fmt.Errorf("pipelines/train: %w", err)
+		}
+	}
+	if !chief {
+		sum.WallSecs = time.Since(wall).Seconds()
+		return sum, nil
+	}
+	if modelDir != "" {
 		if _, err := saver.Save(ctx); err != nil {
 			return nil, fmt.Errorf("pipelines/train: final checkpoint: %w", err)
 		}
@@ -511,4 +570,121 @@ func (s *periodicSaver) stop() error {
 	s.cancel()
 	s.wg.Wait()
 	return s.err
+}
+
+// openDiscovery opens the discovery backend the config selects.
+func openDiscovery(ctx context.Context, c *Config, logger *slog.Logger) (discovery.Backend, discovery.Identity, error) {
+	r := &c.Runner
+	dc := discovery.Config{Type: c.Discovery(), TFConfig: r.TFConfig, PSM: r.UUID, JobName: r.DeepInsightName,
+		ZKServers: r.ZKServer, Static: c.PS.Addrs, Logger: logger}
+	if dc.TFConfig == "" {
+		dc.TFConfig = os.Getenv("TF_CONFIG")
+	}
+	if dc.JobName == "" {
+		dc.JobName = "monolith"
+	}
+	b, id, err := discovery.New(ctx, dc, os.LookupEnv)
+	if err != nil {
+		return nil, id, fmt.Errorf("pipelines/train: discovery %s: %w", c.Discovery(), err)
+	}
+	return b, id, nil
+}
+
+// identity is this worker's index and the job's worker count: the runner's index and
+// num_workers, or what a TF_CONFIG or MLP environment says when they are not set (set
+// and different is an error).
+func identity(ctx context.Context, c *Config, b discovery.Backend, id discovery.Identity) (worker, workers int, err error) {
+	worker, workers = c.Runner.Index, c.Runner.NumWorkers
+	if id.Index < 0 {
+		return worker, workers, nil
+	}
+	if id.ServerType != "" && id.ServerType != "worker" && id.ServerType != "chief" {
+		return 0, 0, fmt.Errorf("%w: discovery %s says this process is %s %d, not a worker", ErrConfig, c.Discovery(), id.ServerType, id.Index)
+	}
+	set := func(k string) bool { return c.runnerSet[k] || slices.Contains(c.Runner.Changed(), k) }
+	if set("index") && worker != id.Index {
+		return 0, 0, fmt.Errorf("%w: runner.index %d, but discovery %s says worker %d", ErrConfig, worker, c.Discovery(), id.Index)
+	}
+	worker = id.Index
+	all, err := b.Query(ctx, "worker")
+	if err != nil {
+		return 0, 0, fmt.Errorf("pipelines/train: discovery %s: %w", c.Discovery(), err)
+	}
+	if n := len(all); n > 0 {
+		if set("num_workers") && workers != n {
+			return 0, 0, fmt.Errorf("%w: runner.num_workers %d, but discovery %s lists %d workers", ErrConfig, workers, c.Discovery(), n)
+		}
+		workers = n
+	}
+	if worker >= workers {
+		return 0, 0, fmt.Errorf("%w: worker index %d outside [0, %d)", ErrConfig, worker, workers)
+	}
+	return worker, workers, nil
+}
+
+// workerFiles are the files of worker i of n: every n-th one from the i-th.
+func workerFiles(files []string, i, n int) ([]string, error) {
+	if n <= 1 {
+		return files, nil
+	}
+	if len(files) < n {
+		return nil, fmt.Errorf("%d files for %d workers: each worker reads whole files, so it needs at least one (split the input into more files)", len(files), n)
+	}
+	var out []string
+	for k := i; k < len(files); k += n {
+		out = append(out, files[k])
+	}
+	return out, nil
+}
+
+// stepLimit is the global step training stops at: max_steps (absolute), or steps past the
+// start step, whichever comes first (0: none).
+func stepLimit(maxSteps, steps, start int64) int64 {
+	if steps <= 0 {
+		return maxSteps
+	}
+	if rel := start + steps; maxSteps <= 0 || rel < maxSteps {
+		return rel
+	}
+	return maxSteps
+}
+
+// endBarrierID is the PS barrier the workers meet at when they are done training.
+const endBarrierID = "monolith/train-end"
+
+// endBarrier waits, bounded by wait, until every worker has finished training.
+func endBarrier(ctx context.Context, ps *client.Client, worker, workers int, wait time.Duration, progress io.Writer) error {
+	if progress != nil {
+		fmt.Fprintf(progress, "train: worker %d done; waiting up to %v for the other %d workers\n", worker, wait, workers-1)
+	}
+	if err := ps.Barrier(ctx, endBarrierID, worker, workers, wait); err != nil {
+		return fmt.Errorf("pipelines/train: worker %d waiting for the other %d workers to finish (runner.chief_timeout_secs): %w", worker, workers-1, err)
+	}
+	return nil
+}
+
+// waitServing waits, bounded by wait, until every PS shard answers (addresses known in
+// advance, as TF_CONFIG's and static lists are, may belong to shards still starting).
+func waitServing(ctx context.Context, ps *client.Client, wait time.Duration, logger *slog.Logger) error {
+	deadline := time.Now().Add(wait)
+	delay := 50 * time.Millisecond
+	logged := time.Time{}
+	for {
+		_, err := ps.HealthCheckAll(ctx, "")
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("PS shards %v not answering within %v: %w", ps.Addrs(), wait, err)
+		}
+		if time.Since(logged) > 5*time.Second {
+			logger.Info("waiting for the PS shards to answer", "addrs", ps.Addrs(), "err", err)
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
 }

@@ -295,7 +295,8 @@ func TestOutOfProcessPS(t *testing.T) {
 	}
 }
 
-// TestZooKeeperPS trains against two shards that registered in a real ZooKeeper.
+// TestZooKeeperPS trains against two shards that registered in a real ZooKeeper under
+// Monolith's layout (/monolith/{job}/ps.{index}).
 func TestZooKeeperPS(t *testing.T) {
 	zk := zktest.Start(t)
 	dir := t.TempDir()
@@ -303,14 +304,21 @@ func TestZooKeeperPS(t *testing.T) {
 	c.Epochs, c.EvalInput, c.PS.Shards = 1, "", 2
 	ctx := context.Background()
 	_, ps := localPS(t, c, 2)
+	reg, err := discovery.NewZK(ctx, "train-test", zk.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
 	for i, addr := range ps.Addrs() {
-		reg, err := discovery.Register(ctx, []string{zk.Addr()}, "/monolith/train-test", i, 2, addr, nil)
-		if err != nil {
+		if err := reg.Register(ctx, "ps", i, addr); err != nil {
 			t.Fatal(err)
 		}
-		defer reg.Close()
 	}
-	c.PS.ZooKeeper, c.PS.ZKPath = zk.Addr(), "/monolith/train-test"
+	c.Runner.DiscoveryType, c.Runner.ZKServer, c.Runner.DeepInsightName = "zk", zk.Addr(), "train-test"
+	c.MarkRunnerSet("discovery_type")
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
 	sum, err := Run(ctx, c, Options{DiscoveryWait: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)

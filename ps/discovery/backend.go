@@ -25,15 +25,20 @@ type Backend interface {
 
 // Discovery types (RunnerConfig.discovery_type).
 const (
-	TypeConsul = "consul"
-	TypeZK     = "zk"
-	TypePrimus = "primus" // TF_CONFIG
-	TypeMLP    = "mlp"
+	TypeConsul   = "consul"
+	TypeZK       = "zk"
+	TypeTFConfig = "tf_config"
+	TypePrimus   = "primus" // Monolith's name of TypeTFConfig
+	TypeMLP      = "mlp"
+	TypeStatic   = "static" // a fixed list (Config.Static)
 )
+
+// Types lists the discovery types New accepts.
+var Types = []string{TypeStatic, TypeZK, TypeConsul, TypeTFConfig, TypePrimus, TypeMLP}
 
 // Config selects and configures a backend (runner_utils.get_discovery).
 type Config struct {
-	Type    string // TypeConsul, TypeZK, TypePrimus or TypeMLP ("" = TypeZK)
+	Type    string // one of Types ("" = TypeZK)
 	IsLocal bool   // a local job: no discovery
 	// TFConfig is the TF_CONFIG JSON (TypePrimus).
 	TFConfig string
@@ -42,7 +47,10 @@ type Config struct {
 	// JobName (deep_insight_name) and ZKServers configure TypeZK.
 	JobName   string
 	ZKServers string
-	Logger    *slog.Logger
+	// Static are the PS addresses by shard (TypeStatic), and StaticWorkers the workers'
+	// (optional).
+	Static, StaticWorkers []string
+	Logger                *slog.Logger
 }
 
 // Identity is what a backend says about this process: its server type, index and address
@@ -61,9 +69,12 @@ func New(ctx context.Context, c Config, env func(string) (string, bool)) (Backen
 		return nil, none, nil
 	}
 	switch strings.ToLower(c.Type) {
-	case TypePrimus:
+	case TypeStatic:
+		b, err := NewStatic(c.Static, c.StaticWorkers)
+		return b, none, err
+	case TypePrimus, TypeTFConfig:
 		if c.TFConfig == "" {
-			return nil, none, fmt.Errorf("%w: discovery %s needs tf_config", ErrInvalidArgument, TypePrimus)
+			return nil, none, fmt.Errorf("%w: discovery %s needs a TF_CONFIG", ErrInvalidArgument, TypeTFConfig)
 		}
 		b, err := NewTFConfig(c.TFConfig)
 		if err != nil {
@@ -83,8 +94,71 @@ func New(ctx context.Context, c Config, env func(string) (string, bool)) (Backen
 		b, err := NewZK(ctx, c.JobName, c.ZKServers, c.Logger)
 		return b, none, err
 	}
-	return nil, none, fmt.Errorf("%w: discovery type %q (want consul, zk, primus or mlp)", ErrInvalidArgument, c.Type)
+	return nil, none, fmt.Errorf("%w: discovery type %q (want one of %s)", ErrInvalidArgument, c.Type, strings.Join(Types, ", "))
 }
+
+// Name is the discovery type of b, for messages.
+func Name(b Backend) string {
+	switch b.(type) {
+	case *StaticList:
+		return TypeStatic
+	case *ZK:
+		return TypeZK
+	case *Consul:
+		return TypeConsul
+	case *TFConfig:
+		return TypeTFConfig
+	case *MLP:
+		return TypeMLP
+	}
+	return fmt.Sprintf("%T", b)
+}
+
+// StaticList is the static backend: fixed PS (and worker) addresses. Register and
+// Deregister do nothing.
+type StaticList struct {
+	ps, workers []string
+}
+
+// NewStatic validates the lists (ps must not be empty).
+func NewStatic(ps, workers []string) (*StaticList, error) {
+	p, err := Static(ps)
+	if err != nil {
+		return nil, err
+	}
+	var w []string
+	if len(workers) > 0 {
+		if w, err = Static(workers); err != nil {
+			return nil, err
+		}
+	}
+	return &StaticList{ps: p, workers: w}, nil
+}
+
+// Register does nothing: the list is fixed.
+func (*StaticList) Register(context.Context, string, int, string) error { return nil }
+
+// Deregister does nothing.
+func (*StaticList) Deregister(context.Context, string, int, string) error { return nil }
+
+// Query returns the list of "ps" or "worker" by index (empty for another name).
+func (s *StaticList) Query(_ context.Context, name string) (map[int]string, error) {
+	var l []string
+	switch name {
+	case "ps":
+		l = s.ps
+	case "worker":
+		l = s.workers
+	}
+	out := make(map[int]string, len(l))
+	for i, a := range l {
+		out[i] = a
+	}
+	return out, nil
+}
+
+// Close does nothing.
+func (*StaticList) Close() error { return nil }
 
 // ZK is the ZooKeeper backend: the ephemeral node /monolith/{job}/{name}.{index} holds
 // "host:port". Registrations are nodes owned by the backend's Client, so they survive

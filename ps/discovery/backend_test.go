@@ -2,21 +2,19 @@ package discovery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/monolith-go/monolith/internal/zktest"
+	"github.com/monolith-go/monolith/ps/discovery/discoverytest"
 )
 
 func envOf(m map[string]string) func(string) (string, bool) {
@@ -255,61 +253,13 @@ func TestMLP(t *testing.T) {
 	}
 }
 
-// consulAgent is an in-memory Consul agent serving the endpoints the client uses.
-type consulAgent struct {
-	mu       sync.Mutex
-	services map[string]map[string]any // id → register body
-	passes   map[string]int
-	hidden   bool // lookups never show registrations (a blacklisted machine)
-}
-
-func (a *consulAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	switch {
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/lookup/name":
-		if r.URL.Query().Get("addr-family") != "dual-stack" {
-			http.Error(w, "addr-family", http.StatusBadRequest)
-			return
-		}
-		out := []map[string]any{}
-		for _, s := range a.services {
-			if a.hidden || s["name"] != r.URL.Query().Get("name") {
-				continue
-			}
-			tags := map[string]string{}
-			for _, tg := range s["tags"].([]any) {
-				k, v, _ := strings.Cut(tg.(string), ":")
-				tags[k] = v
-			}
-			out = append(out, map[string]any{"Port": s["port"], "Tags": tags})
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	case r.Method == http.MethodPut && r.URL.Path == "/v1/agent/service/register":
-		var body map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body["check"].(map[string]any)["ttl"] != "60s" {
-			http.Error(w, "bad body", http.StatusBadRequest)
-			return
-		}
-		a.services[body["id"].(string)] = body
-	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/agent/service/deregister/"):
-		delete(a.services, strings.TrimPrefix(r.URL.Path, "/v1/agent/service/deregister/"))
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/agent/check/pass/service:"):
-		a.passes[strings.TrimPrefix(r.URL.Path, "/v1/agent/check/pass/service:")]++
-	default:
-		http.NotFound(w, r)
-	}
-}
-
 // TestConsul runs the Consul client against a local HTTP server implementing the agent
 // endpoints it uses (no Consul server can be installed here): register with tags and a TTL
 // check kept passing, lookups grouped by name, an older entry of the same index replaced,
 // deregistration, the "blacklisted" error, and the agent address rules.
 func TestConsul(t *testing.T) {
-	agent := &consulAgent{services: map[string]map[string]any{}, passes: map[string]int{}}
-	srv := httptest.NewServer(agent)
-	defer srv.Close()
-	c := NewConsulAt("my.psm", srv.URL, srv.Client())
+	agent := discoverytest.NewConsul(t)
+	c := NewConsulAt("my.psm", agent.URL(), agent.Client())
 	c.DedupeWait, c.VisiblePoll, c.TTLPass, c.RetryBackoff = time.Millisecond, time.Millisecond, 5*time.Millisecond, time.Millisecond
 	ctx := testCtx(t)
 	for _, r := range []struct {
@@ -333,10 +283,7 @@ func TestConsul(t *testing.T) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		agent.mu.Lock()
-		n := agent.passes["my.psm-2000"]
-		agent.mu.Unlock()
-		if n >= 2 {
+		if agent.Passes("my.psm-2000") >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -353,9 +300,7 @@ func TestConsul(t *testing.T) {
 	if err := c.Close(); err != nil || c.Close() != nil {
 		t.Errorf("Close: %v", err)
 	}
-	agent.mu.Lock()
-	agent.hidden = true
-	agent.mu.Unlock()
+	agent.Hide()
 	c.VisibleTries = 3
 	if err := c.Register(ctx, "ps", 7, "10.0.0.7:2007"); !errors.Is(err, ErrBlacklisted) {
 		t.Errorf("invisible registration: %v", err)

@@ -28,6 +28,10 @@ const (
 	DiscoveryZK     = "zk"
 	DiscoveryPrimus = "primus"
 	DiscoveryMLP    = "mlp"
+	// DiscoveryTFConfig is primus under the name the CLI uses; DiscoveryStatic is a fixed
+	// address list (the training config's ps.addrs). Both are this port's additions.
+	DiscoveryTFConfig = "tf_config"
+	DiscoveryStatic   = "static"
 )
 
 // RunnerConfig is Monolith's RunnerConfig ⊃ DistributedCpuTrainingConfig ⊃
@@ -99,9 +103,9 @@ func Defaults() RunnerConfig {
 // Validate checks the enumerations and ranges, naming the field.
 func (c *RunnerConfig) Validate() error {
 	switch c.DiscoveryType {
-	case DiscoveryConsul, DiscoveryZK, DiscoveryPrimus, DiscoveryMLP:
+	case DiscoveryConsul, DiscoveryZK, DiscoveryPrimus, DiscoveryMLP, DiscoveryTFConfig, DiscoveryStatic:
 	default:
-		return fmt.Errorf("runconfig: discovery_type %q: want consul, zk, primus or mlp", c.DiscoveryType)
+		return fmt.Errorf("runconfig: discovery_type %q: want consul, zk, primus (tf_config), mlp or static", c.DiscoveryType)
 	}
 	switch c.ZKWatchAddressFamily {
 	case "ipv4", "ipv6":
@@ -210,6 +214,46 @@ func (f *Flags) Apply(c *RunnerConfig) {
 			cf[i].v.Set(ff[i].v)
 		}
 	}
+}
+
+// Set lists the RunnerConfig flags given on the command line, by Monolith name.
+func (f *Flags) Set() []string {
+	names := map[string]bool{}
+	for _, fl := range fields(&f.vals) {
+		names[fl.name] = true
+	}
+	var out []string
+	f.fs.Visit(func(fl *flag.Flag) {
+		if names[fl.Name] {
+			out = append(out, fl.Name)
+		}
+	})
+	return out
+}
+
+// Changed lists the fields of c whose value differs from Defaults(), by Monolith name, in
+// field order.
+func (c *RunnerConfig) Changed() []string {
+	def := Defaults()
+	cf, df := fields(c), fields(&def)
+	var out []string
+	for i := range cf {
+		if !cf[i].v.Equal(df[i].v) {
+			out = append(out, cf[i].name)
+		}
+	}
+	return out
+}
+
+// Names lists every RunnerConfig field by Monolith name, in field order.
+func Names() []string {
+	var c RunnerConfig
+	fs := fields(&c)
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.name
+	}
+	return out
 }
 
 // Lookup returns the string value of flag name ("" when unknown).

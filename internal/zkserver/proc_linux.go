@@ -1,11 +1,11 @@
-package zktest
+package zkserver
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// setProcAttr puts the JVM in its own process group and kills it if the test binary dies.
+// setProcAttr puts the JVM in its own process group and kills it if this process dies.
 func setProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

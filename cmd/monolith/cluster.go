@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/encoding/prototext"
+
+	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/internal/zkserver"
+	"github.com/monolith-go/monolith/pipelines/train"
+)
+
+// runCluster is `monolith cluster`, Monolith's LocalCluster on one machine: M `monolith
+// ps` processes and N `monolith train` worker processes of this binary, found through
+// static discovery (the shards' addresses) or ZooKeeper. The chief (worker 0) saves,
+// evaluates and prints the summary; the cluster prints it with the examples and steps of
+// every worker added up. SIGINT/SIGTERM stop every child within --stop-grace, the PS
+// shards with a final save.
+func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("cluster", stderr)
+	cfgPath := fs.String("config", "", "training config, YAML or JSON (required)")
+	data := fs.String("data", "", "a `DIR` written by monolith gen --planted; overrides the config's data and inputs")
+	workers := fs.Int("workers", 2, "worker processes (index 0 is the chief)")
+	numPS := fs.Int("ps", 2, "PS shard processes")
+	ckpt := fs.String("checkpoint-dir", "", "model directory (overrides checkpoint.dir): the shards' checkpoints and the chief's state and event file")
+	logDir := fs.String("log-dir", "", "folder of the children's logs, the tables file and the shards' address files (default: <model dir>/cluster)")
+	disc := fs.String("discovery", "static", "how the workers find the shards: static (the addresses the shards report) or zk")
+	zk := fs.String("zk", "", "ZooKeeper servers of --discovery zk (default: start one from the Debian zookeeper package)")
+	job := fs.String("job", "monolith", "the job's name (ZooKeeper folder /monolith/NAME)")
+	grace := fs.Duration("stop-grace", 10*time.Second, "how long children get to stop after SIGTERM before SIGKILL")
+	startWait := fs.Duration("start-wait", 60*time.Second, "how long a PS shard gets to start listening")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: monolith cluster --config FILE [flags] [-- worker flags]\n\n"+
+			"Runs a training job as N worker processes and M PS processes on this machine\n"+
+			"(Monolith's LocalCluster). Flags after -- go to every `monolith train` worker.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	extra := fs.Args()
+	switch {
+	case *cfgPath == "":
+		return fmt.Errorf("%w: cluster needs --config FILE", errUsage)
+	case *workers < 1 || *numPS < 1:
+		return fmt.Errorf("%w: --workers %d and --ps %d must be ≥ 1", errUsage, *workers, *numPS)
+	case *disc != "static" && *disc != "zk":
+		return fmt.Errorf("%w: --discovery %q: cluster runs static or zk", errUsage, *disc)
+	}
+	c, err := train.LoadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *data != "" {
+		c.SetData(*data)
+	}
+	if *ckpt != "" {
+		c.Checkpoint.Dir = *ckpt
+	}
+	c.PS.Shards, c.Runner.NumPS = *numPS, 0
+	if err := c.Normalize(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if c.Discovery() != "" {
+		return fmt.Errorf("%w: %s: cluster starts its own PS shards; drop ps.addrs and runner.discovery_type", errUsage, *cfgPath)
+	}
+	pr, err := train.Prepare(c)
+	if err != nil {
+		return err
+	}
+	dir := *logDir
+	if dir == "" {
+		if c.Checkpoint.Dir == "" {
+			return fmt.Errorf("%w: cluster needs a model directory (checkpoint.dir or --checkpoint-dir) or --log-dir", errUsage)
+		}
+		dir = filepath.Join(c.Checkpoint.Dir, "cluster")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cluster: log dir: %w", err)
+	}
+	tables, err := prototext.MarshalOptions{Multiline: true}.Marshal(pr.Tables)
+	if err != nil {
+		return err
+	}
+	tablesFile := filepath.Join(dir, "tables.pbtxt")
+	if err := atomicfile.WriteFile(tablesFile, tables); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cluster: this binary: %w", err)
+	}
+	if *disc == "zk" && *zk == "" {
+		// Our own ZooKeeper, stopped with the cluster.
+		zs, err := zkserver.Start(ctx, zkserver.Options{Dir: filepath.Join(dir, "zookeeper")})
+		if err != nil {
+			return fmt.Errorf("cluster: --discovery zk without --zk: %w", err)
+		}
+		defer zs.Stop()
+		*zk = zs.Addr()
+		fmt.Fprintf(stderr, "cluster: ZooKeeper at %s\n", *zk)
+	}
+	cl := &cluster{exe: exe, dir: dir, grace: *grace, stderr: stderr, exited: make(chan *child, *numPS+*workers)}
+	defer cl.stopAll()
+
+	// The shards, each writing its address once it listens (and has registered).
+	discArgs := []string{"--discovery", *disc}
+	if *disc == "zk" {
+		discArgs = append(discArgs, "--zk", *zk, "--job", *job)
+	}
+	addrs := make([]string, *numPS)
+	for i := range *numPS {
+		args := []string{"ps", "--shard", strconv.Itoa(i), "--num-shards", strconv.Itoa(*numPS), "--tables", tablesFile,
+			"--listen", "127.0.0.1:0", "--addr-file", filepath.Join(dir, fmt.Sprintf("ps-%d.addr", i)),
+			"--seed", strconv.FormatUint(c.PS.Seed, 10), "--keep-checkpoints", strconv.Itoa(c.Checkpoint.Keep)}
+		if c.Checkpoint.Dir != "" {
+			args = append(args, "--checkpoint-dir", c.Checkpoint.Dir)
+		}
+		args = append(args, discArgs...)
+		if _, err := cl.start(fmt.Sprintf("ps-%d", i), args, nil); err != nil {
+			return err
+		}
+	}
+	for i := range *numPS {
+		if addrs[i], err = cl.waitAddr(ctx, i, *startWait); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stderr, "cluster: %d PS shards at %s; logs in %s\n", *numPS, strings.Join(addrs, ","), dir)
+
+	// The workers.
+	var chiefOut bytes.Buffer
+	outs := make([]*bytes.Buffer, *workers)
+	for i := range *workers {
+		args := []string{"train", "--config", *cfgPath, "--index", strconv.Itoa(i), "--num_workers", strconv.Itoa(*workers),
+			"--shards", strconv.Itoa(*numPS), "--progress", "always"}
+		if *data != "" {
+			args = append(args, "--data", *data)
+		}
+		if *ckpt != "" {
+			args = append(args, "--checkpoint-dir", *ckpt)
+		}
+		if *disc == "static" {
+			args = append(args, "--ps", strings.Join(addrs, ","))
+		} else {
+			args = append(args, discArgs...)
+		}
+		args = append(args, extra...)
+		outs[i] = &bytes.Buffer{}
+		if i == 0 {
+			outs[i] = &chiefOut
+		}
+		if _, err := cl.start(fmt.Sprintf("worker-%d", i), args, outs[i]); err != nil {
+			return err
+		}
+	}
+	// Wait for the workers; a child that fails (a worker, or a shard at any time) stops the
+	// cluster.
+	left := *workers
+	for left > 0 {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "cluster: %v: stopping every child (grace %v)\n", context.Cause(ctx), *grace)
+			cl.stopAll()
+			return ctx.Err()
+		case ch := <-cl.exited:
+			if ch.err != nil || strings.HasPrefix(ch.name, "ps-") {
+				return fmt.Errorf("cluster: %s exited (%v) while training ran; its log %s ends:\n%s", ch.name, ch.err, ch.log, tail(ch.log, 20))
+			}
+			left--
+		}
+	}
+	// Stop the shards (each saves on SIGTERM), then report.
+	if err := cl.stopAll(); err != nil {
+		return err
+	}
+	sum, err := mergeSummaries(outs)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+// cluster supervises the children of `monolith cluster`.
+type cluster struct {
+	exe      string
+	dir      string
+	grace    time.Duration
+	stderr   io.Writer
+	children []*child
+	exited   chan *child
+	stopped  bool
+}
+
+// child is one process of the cluster.
+type child struct {
+	name string
+	log  string
+	cmd  *exec.Cmd
+	done chan struct{} // closed once reaped; err is set then
+	err  error
+}
+
+// start runs this binary with args; its stderr (and stdout unless out is given) goes to
+// <dir>/<name>.log.
+func (cl *cluster) start(name string, args []string, out io.Writer) (*child, error) {
+	logPath := filepath.Join(cl.dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", name, err)
+	}
+	ch := &child{name: name, log: logPath, done: make(chan struct{})}
+	ch.cmd = exec.Command(cl.exe, args...)
+	ch.cmd.Stdout, ch.cmd.Stderr = f, f
+	if name == "worker-0" { // the chief's progress shows on the cluster's stderr too
+		ch.cmd.Stderr = io.MultiWriter(f, cl.stderr)
+	}
+	if out != nil {
+		ch.cmd.Stdout = out
+	}
+	// A process group of its own: a terminal's Ctrl-C reaches the cluster, which stops the
+	// workers before the shards.
+	ch.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ch.cmd.WaitDelay = cl.grace
+	if err := ch.cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cluster: start %s: %w", name, err)
+	}
+	cl.children = append(cl.children, ch)
+	go func() {
+		ch.err = ch.cmd.Wait()
+		f.Close()
+		close(ch.done)
+		cl.exited <- ch
+	}()
+	return ch, nil
+}
+
+// waitAddr waits for shard i's address file.
+func (cl *cluster) waitAddr(ctx context.Context, i int, wait time.Duration) (string, error) {
+	path := filepath.Join(cl.dir, fmt.Sprintf("ps-%d.addr", i))
+	ch := cl.children[i]
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return string(bytes.TrimSpace(b)), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-ch.done:
+			return "", fmt.Errorf("cluster: %s exited (%v) before it listened; its log %s ends:\n%s", ch.name, ch.err, ch.log, tail(ch.log, 20))
+		case <-deadline.C:
+			return "", fmt.Errorf("cluster: %s did not report its address in %v; its log %s ends:\n%s", ch.name, wait, ch.log, tail(ch.log, 20))
+		case <-tick.C:
+		}
+	}
+}
+
+// stopAll sends SIGTERM to every running child (the shards save as they stop) and SIGKILL
+// to any still running after the grace period, so the whole stop takes at most that. It
+// returns the failures of the shards' stops. Calling it again does nothing.
+func (cl *cluster) stopAll() error {
+	if cl.stopped {
+		return nil
+	}
+	cl.stopped = true
+	for _, ch := range cl.children {
+		_ = syscall.Kill(-ch.cmd.Process.Pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(cl.grace)
+	var errs []error
+	for _, ch := range cl.children {
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ch.done:
+		case <-timer.C:
+			fmt.Fprintf(cl.stderr, "cluster: %s did not stop within %v: killing it\n", ch.name, cl.grace)
+			_ = syscall.Kill(-ch.cmd.Process.Pid, syscall.SIGKILL)
+			<-ch.done
+		}
+		timer.Stop()
+		if strings.HasPrefix(ch.name, "ps-") && ch.err != nil {
+			errs = append(errs, fmt.Errorf("cluster: %s stopped with %v; its log %s ends:\n%s", ch.name, ch.err, ch.log, tail(ch.log, 20)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mergeSummaries is the chief's summary with every worker's examples and steps added up.
+func mergeSummaries(outs []*bytes.Buffer) (*train.Summary, error) {
+	var chief *train.Summary
+	var examples, steps int64
+	for i, o := range outs {
+		var s train.Summary
+		line := bytes.TrimSpace(o.Bytes())
+		if k := bytes.LastIndexByte(line, '\n'); k >= 0 {
+			line = line[k+1:]
+		}
+		if err := json.Unmarshal(line, &s); err != nil {
+			return nil, fmt.Errorf("cluster: worker-%d printed no summary (%q): %w", i, line, err)
+		}
+		examples += s.Examples
+		steps += s.Steps
+		if i == 0 {
+			chief = &s
+		}
+	}
+	chief.Examples, chief.Steps = examples, steps
+	if chief.TrainSeconds > 0 {
+		chief.ExamplesPerSec = float64(examples) / chief.TrainSeconds
+	}
+	return chief, nil
+}
+
+// tail returns the last n lines of a file ("" when unreadable).
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
