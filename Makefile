@@ -52,6 +52,12 @@ train:
 	rm -rf $(PLANTED)/checkpoints
 	$(GO) run ./cmd/monolith train --config pipelines/train/configs/planted_fm.yaml --data $(PLANTED) --checkpoint-dir $(PLANTED)/checkpoints --plot
 
+## cluster: the same job as monolith cluster: 2 worker and 2 PS processes on this machine.
+cluster:
+	$(GO) run ./cmd/monolith gen --planted fm --seed 1 --out $(PLANTED)
+	rm -rf $(PLANTED)/cluster
+	$(GO) run ./cmd/monolith cluster --config pipelines/train/configs/planted_fm.yaml --data $(PLANTED) --checkpoint-dir $(PLANTED)/cluster --workers 2 --ps 2
+
 ## lint: gofmt, go vet and staticcheck must all be clean.
 lint:
 	@echo "== lint $$(date +%T)"

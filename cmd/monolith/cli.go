@@ -32,6 +32,8 @@ func commands() map[string]command {
 		"validate": {"check a FeatureConfigs against a data set (static and data checks, JSON/text/HTML reports)", runValidate},
 		"gen":      {"write synthetic ExampleBatch / Example / Instance files (Zipf fids, shared features, seeded)", runGen},
 		"train":    {"train LR/FM/DeepFM over fused layouts against a sharded PS (Beam), evaluate, print a JSON summary", runTrain},
+		"evaluate": {"evaluate a checkpoint of a model directory on eval data and print the metrics as one JSON line", runEvaluate},
+		"predict":  {"score data with a checkpoint: one prediction per row with its line id, as JSON lines or TFRecord", runPredict},
 		"cluster":  {"run a training job as N worker and M PS processes on this machine (Monolith's LocalCluster)", runCluster},
 		"export":   {"export the tables of a PS checkpoint to EntryDump TFRecord, Avro or Parquet, and verify the round trip", runExport},
 		"plot":     {"draw training curves (loss, eval AUC against step) from TensorBoard event files as PNGs", runPlot},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,7 +45,9 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith cluster --config FILE [flags] [-- worker flags]\n\n"+
 			"Runs a training job as N worker processes and M PS processes on this machine\n"+
-			"(Monolith's LocalCluster). Flags after -- go to every `monolith train` worker.")
+			"(Monolith's LocalCluster). Each worker runs threads/N goroutines per step, so the\n"+
+			"job uses the cores one `monolith train` would. Flags after -- go to every\n"+
+			"`monolith train` worker.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -140,12 +143,18 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stderr, "cluster: %d PS shards at %s; logs in %s\n", *numPS, strings.Join(addrs, ","), dir)
 
-	// The workers.
+	// The workers share this machine's cores: each runs threads / N goroutines per step
+	// (at least one), unless the flags after -- say otherwise.
+	threads := c.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	threads = max(1, threads / *workers)
 	var chiefOut bytes.Buffer
 	outs := make([]*bytes.Buffer, *workers)
 	for i := range *workers {
 		args := []string{"train", "--config", *cfgPath, "--index", strconv.Itoa(i), "--num_workers", strconv.Itoa(*workers),
-			"--shards", strconv.Itoa(*numPS), "--progress", "always"}
+			"--shards", strconv.Itoa(*numPS), "--progress", "always", "--threads", strconv.Itoa(threads)}
 		if *data != "" {
 			args = append(args, "--data", *data)
 		}

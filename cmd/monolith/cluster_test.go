@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/internal/zktest"
+	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/pipelines/train"
 	"github.com/monolith-go/monolith/ps/discovery/discoverytest"
 )
@@ -92,6 +95,49 @@ func TestCluster(t *testing.T) {
 	}
 	if !strings.Contains(se.String(), "2 PS shards at 127.0.0.1:") {
 		t.Errorf("stderr does not report the shards:\n%s", se.String())
+	}
+
+	// evaluate and predict reproduce the chief's evaluation from its checkpoint.
+	var eo, ee bytes.Buffer
+	if err := run(ctx, []string{"evaluate", "--config", cfg}, &eo, &ee); err != nil {
+		t.Fatalf("evaluate: %v\n%s", err, ee.String())
+	}
+	ev := decodeSummary(t, eo.String())
+	if ev.EvalAUC == nil || math.Abs(*ev.EvalAUC-*s.EvalAUC) > 1e-9 || ev.GlobalStep != s.GlobalStep {
+		t.Errorf("evaluate: AUC %s at step %d; the cluster's %s at step %d", fmtPtr(ev.EvalAUC), ev.GlobalStep, fmtPtr(s.EvalAUC), s.GlobalStep)
+	}
+	pred := filepath.Join(dir, "pred.jsonl")
+	eo.Reset()
+	if err := run(ctx, []string{"predict", "--config", cfg, "--out", pred}, &eo, &ee); err != nil {
+		t.Fatalf("predict: %v\n%s", err, ee.String())
+	}
+	b, err := os.ReadFile(pred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preds, labels []float32
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		var row struct {
+			LineID     json.RawMessage `json:"line_id"`
+			Prediction float32         `json:"prediction"`
+			Label      float32         `json:"label"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil || len(row.LineID) < 3 {
+			t.Fatalf("predict line %q: %v", line, err)
+		}
+		preds, labels = append(preds, row.Prediction), append(labels, row.Label)
+	}
+	auc, err := kmetrics.AUC(preds, labels)
+	if err != nil || math.Abs(auc-*s.EvalAUC) > 1e-9 || !strings.Contains(eo.String(), fmt.Sprintf("%d rows", len(preds))) {
+		t.Errorf("predict: %d rows, AUC %v (%v); the cluster's %s\n%s", len(preds), auc, err, fmtPtr(s.EvalAUC), eo.String())
+	}
+	for _, args := range [][]string{
+		{"evaluate"}, {"predict", "--config", cfg}, {"evaluate", "--config", cfg, "extra"},
+		{"cluster"}, {"cluster", "--config", cfg, "--workers", "0"}, {"cluster", "--config", cfg, "--discovery", "consul"},
+	} {
+		if err := run(ctx, args, &eo, &ee); !errors.Is(err, errUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
 	}
 }
 

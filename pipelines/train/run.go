@@ -192,6 +192,9 @@ func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, lo Loca
 	return l, nil
 }
 
+// NumShards is the number of shards.
+func (l *LocalPS) NumShards() int { return len(l.Servers) }
+
 // Addrs returns the shards' addresses, in shard order.
 func (l *LocalPS) Addrs() []string {
 	out := make([]string, len(l.Servers))

@@ -44,15 +44,25 @@ type EvalResult struct {
 // rows fails.
 func Evaluate(s beam.Scope, col beam.PCollection) beam.PCollection {
 	s = s.Scope("model.Evaluate")
-	all := beam.Combine(s, mergeScores, col)
+	all := Gather(s, col)
 	beam.ParDo0(s, &evaluateFn{}, all)
 	return all
 }
 
+// Gather concatenates the Scores of col into one element (every row; the order of the
+// batches is the runner's).
+func Gather(s beam.Scope, col beam.PCollection) beam.PCollection {
+	return beam.Combine(s.Scope("model.Gather"), mergeScores, col)
+}
+
 // mergeScores concatenates two Scores.
 func mergeScores(a, b Scores) Scores {
-	return Scores{Preds: append(a.Preds[:len(a.Preds):len(a.Preds)], b.Preds...),
+	out := Scores{Preds: append(a.Preds[:len(a.Preds):len(a.Preds)], b.Preds...),
 		Labels: append(a.Labels[:len(a.Labels):len(a.Labels)], b.Labels...)}
+	if a.LineIDs != nil || b.LineIDs != nil {
+		out.LineIDs = append(a.LineIDs[:len(a.LineIDs):len(a.LineIDs)], b.LineIDs...)
+	}
+	return out
 }
 
 type evaluateFn struct{}

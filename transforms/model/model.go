@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -27,10 +28,12 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*Scores)(nil)).Elem())
 }
 
-// Scores are the predicted probabilities and the labels of the rows of one batch.
+// Scores are the predicted probabilities and the labels of the rows of one batch, and
+// with the LineIDs option the rows' serialized LineIds (nil for a row without one).
 type Scores struct {
-	Preds  []float32
-	Labels []float32
+	Preds   []float32
+	Labels  []float32
+	LineIDs [][]byte
 }
 
 // Inputs describes the layout outputs of cfg as a model reads them, in output order: name,
@@ -65,18 +68,26 @@ func Build(spec Spec, k config.Kernels) (Net, error) {
 // Option configures the transforms.
 type Option func(*options)
 
-type options struct{ parallelism int }
+type options struct {
+	parallelism int
+	lineIDs     bool
+}
 
 // Parallelism sets the goroutines a bundle runs the model on (≤ 0: GOMAXPROCS).
 func Parallelism(n int) Option { return func(o *options) { o.parallelism = n } }
 
-func parallelism(opts []Option) int {
+// LineIDs makes Predict copy every row's serialized LineId into its Scores.
+func LineIDs() Option { return func(o *options) { o.lineIDs = true } }
+
+func optionsOf(opts []Option) options {
 	var o options
 	for _, f := range opts {
 		f(&o)
 	}
-	return o.parallelism
+	return o
 }
+
+func parallelism(opts []Option) int { return optionsOf(opts).parallelism }
 
 // ForwardBackward runs the training pass of spec on every *element.Sharded of col (see the
 // package doc). k is the configuration the batches were sharded and laid out with.
@@ -97,7 +108,8 @@ func Predict(s beam.Scope, col beam.PCollection, spec Spec, k config.Kernels, op
 	if _, err := Build(spec, k); err != nil {
 		panic(fmt.Errorf("model.Predict: %w", err))
 	}
-	return beam.ParDo(s, &predictFn{base: base{Spec: spec, Kernels: k, Parallelism: parallelism(opts)}}, col)
+	o := optionsOf(opts)
+	return beam.ParDo(s, &predictFn{base: base{Spec: spec, Kernels: k, Parallelism: o.parallelism}, LineIDs: o.lineIDs}, col)
 }
 
 // base is the configuration and the per-worker models of both DoFns.
@@ -152,13 +164,28 @@ func (f *forwardBackwardFn) FinishBundle(emit func(*element.Sharded)) error {
 
 type predictFn struct {
 	base
-	pool *ordered.Pool[*Step, *element.Sharded, Scores]
+	LineIDs bool
+	pool    *ordered.Pool[*Step, *element.Sharded, Scores]
 }
 
 func (f *predictFn) StartBundle(ctx context.Context, _ func(Scores)) error {
 	var err error
 	f.pool, err = ordered.New(ctx, len(f.workers), 0, f.newState(),
-		func(_ context.Context, st *Step, in *element.Sharded) (Scores, error) { return st.Predict(in) })
+		func(_ context.Context, st *Step, in *element.Sharded) (Scores, error) {
+			sc, err := st.Predict(in)
+			if err != nil || !f.LineIDs {
+				return sc, err
+			}
+			sc.LineIDs = make([][]byte, len(sc.Preds))
+			for r := range sc.LineIDs {
+				b, err := batch.LineIDBytes(in.Batch, r)
+				if err != nil {
+					return Scores{}, fmt.Errorf("transforms/model: line id of row %d: %w", r, err)
+				}
+				sc.LineIDs[r] = bytes.Clone(b)
+			}
+			return sc, nil
+		})
 	return err
 }
 
