@@ -21,12 +21,12 @@ build:
 # files are built with !race) and the non-race phase runs: end-to-end runs of child
 # processes, which -race in the test binary slows by a minute and does not check.
 NORACE_PKG  ?= ./cmd/monolith
-NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestCtlAgainstTrain|TestCluster|TestClusterInterrupt|TestHandStartedProcesses)$$
+NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestCtlAgainstTrain|TestCluster|TestClusterInterrupt|TestClusterZooKeeper|TestHandStartedProcesses)$$
 RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... \
 	./pipelines/readlayout ./pipelines/validate ./pipelines/train ./pipelines/train/controller ./runners/... \
 	./ps/client ./ps/discovery ./ps/filter ./ps/pause ./ps/server ./ps/table \
 	./serving/agent ./serving/agentctl ./serving/modelmgr ./serving/replica ./serving/tfs ./serving/zk \
-	./internal/zktest ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
+	./internal/zktest ./internal/zkserver ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
 
 ## deps: install the Debian packages the tests and the benchmark suite need, only those
 ## missing (protoc with its well-known types, ZooKeeper, NumPy); apt-get, through sudo when

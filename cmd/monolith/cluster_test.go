@@ -403,3 +403,31 @@ func fmtPtr(p *float64) string {
 	}
 	return strconv.FormatFloat(*p, 'f', 4, 64)
 }
+
+// TestClusterZooKeeper: with --discovery zk and no --zk, the cluster starts a ZooKeeper of
+// its own, the shards register in it and the workers find them there.
+func TestClusterZooKeeper(t *testing.T) {
+	t.Setenv(envTestMain, "1")
+	dir := t.TempDir()
+	cfg := clusterData(t, dir, 4000, 1)
+	var so, se syncbuf.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"cluster", "--config", cfg, "--workers", "2", "--ps", "2", "--discovery", "zk", "--job", "zkjob"}, &so, &se); err != nil {
+		t.Fatalf("cluster: %v\n%s", err, se.String())
+	}
+	s := decodeSummary(t, so.String())
+	if s.NumWorkers != 2 || s.Examples != 4000 || s.EvalAUC == nil {
+		t.Errorf("summary %s", so.String())
+	}
+	if !strings.Contains(se.String(), "cluster: ZooKeeper at 127.0.0.1:") {
+		t.Errorf("no ZooKeeper of its own:\n%s", se.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "ckpt", "cluster", "ps-0.log"))
+	if err != nil || !strings.Contains(string(b), "name=ps.0") || !strings.Contains(string(b), "job=zkjob") {
+		t.Errorf("ps-0 did not register in ZooKeeper: %v\n%s", err, b)
+	}
+	if left := procsWith(filepath.Join(dir, "ckpt", "cluster", "zookeeper")); len(left) > 0 {
+		t.Errorf("the cluster's ZooKeeper still runs: %v", left)
+	}
+}

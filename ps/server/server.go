@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -120,6 +122,11 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.CheckpointDir != "" {
 		s.ckptDir = ShardDir(opts.CheckpointDir, opts.Shard, opts.NumShards)
+		if opts.RestoreFrom == "" {
+			if err := checkShardCount(opts.CheckpointDir, opts.NumShards); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if opts.CheckpointDir != "" || opts.RestoreFrom != "" {
 		if err := s.restore(); err != nil {
@@ -162,6 +169,27 @@ func New(opts Options) (*Server, error) {
 // tableSeed derives the initializer seed of table i of a shard (splitmix64 finalizer).
 func tableSeed(seed uint64, shard, i int) uint64 {
 	return mix.Mix64(seed ^ uint64(shard)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9)
+}
+
+// checkShardCount refuses a checkpoint directory whose shard folders hold checkpoints of
+// another shard count: this shard's folder would be new, and it would start empty over
+// the job's data.
+func checkShardCount(dir string, n int) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // a new directory
+	}
+	for _, e := range ents {
+		var i, m int
+		if _, err := fmt.Sscanf(e.Name(), "shard-%d-of-%d", &i, &m); err != nil || !e.IsDir() || m == n || e.Name() != ShardDir("", i, m) {
+			continue
+		}
+		if _, err := checkpoint.Latest(filepath.Join(dir, e.Name())); err == nil {
+			return fmt.Errorf("%w: checkpoint directory %s holds checkpoints of %d PS shards (%s), but this job has %d; "+
+				"start %d shards, or use another directory", ErrInvalidOptions, dir, m, e.Name(), n, m)
+		}
+	}
+	return nil
 }
 
 // restore loads Options.RestoreFrom, else the newest checkpoint of the shard folder, into
