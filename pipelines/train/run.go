@@ -40,6 +40,9 @@ type Options struct {
 	Logger *slog.Logger
 	// DiscoveryWait bounds the wait for every PS shard to be found (default 60s).
 	DiscoveryWait time.Duration
+	// FollowEvery is the period at which a worker re-reads the PS membership from its
+	// discovery backend (default 1s).
+	FollowEvery time.Duration
 	// Loop runs the same workers in a plain loop in this process instead of a Beam
 	// pipeline: the baseline of the training benchmark (benchmarks/suite, section train).
 	Loop bool
@@ -313,10 +316,14 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	}
 	if backend != nil && c.Discovery() != runconfig.DiscoveryStatic {
 		// Membership changes (a PS shard restarted on another address) reach the client.
+		every := o.FollowEvery
+		if every <= 0 {
+			every = time.Second
+		}
 		fctx, stopFollow := context.WithCancel(ctx)
 		var followed sync.WaitGroup
 		followed.Go(func() {
-			discovery.Follow(fctx, backend, "ps", c.PS.Shards, time.Second, logger, func(a []string) {
+			discovery.Follow(fctx, backend, "ps", c.PS.Shards, every, logger, func(a []string) {
 				if err := ps.SetShards(a); err != nil {
 					logger.Warn("PS membership change", "addrs", a, "err", err)
 				}

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/monolith-go/monolith/internal/zktest"
+	"github.com/monolith-go/monolith/ps/discovery"
 )
 
 // TestTwoWorkers runs two workers of one job side by side against shared shards (static
@@ -118,5 +121,61 @@ func TestWorkerErrors(t *testing.T) {
 		if got := stepLimit(tc.max, tc.steps, tc.start); got != tc.want {
 			t.Errorf("stepLimit(max_steps %d, steps %d, start %d) = %d, want %d", tc.max, tc.steps, tc.start, got, tc.want)
 		}
+	}
+}
+
+// TestFollowsMembership: a worker that found its shards through ZooKeeper follows a change
+// of membership while it trains: ps.1 re-registered at another server gets the rest of the
+// updates of shard 1.
+func TestFollowsMembership(t *testing.T) {
+	zk := zktest.Start(t)
+	dir := t.TempDir()
+	c := plantedData(t, dir, 4000)
+	c.Epochs, c.EvalInput, c.PS.Shards = 12, "", 2
+	_, first := localPS(t, c, 2)
+	_, second := localPS(t, c, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reg, err := discovery.NewZK(ctx, "follow", zk.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	for i, addr := range first.Addrs() {
+		if err := reg.Register(ctx, "ps", i, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Runner.DiscoveryType, c.Runner.ZKServer, c.Runner.DeepInsightName = "zk", zk.Addr(), "follow"
+	c.MarkRunnerSet("discovery_type")
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var sum *Summary
+	go func() {
+		var err error
+		sum, err = Run(ctx, c, Options{FollowEvery: 20 * time.Millisecond})
+		done <- err
+	}()
+	// Once shard 1 of the first set has entries, move ps.1 to the second set.
+	deadline := time.Now().Add(time.Minute)
+	for first.Servers[1].Tables()[0].Size() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("shard 1 got no updates")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := reg.Register(ctx, "ps", 1, second.Addrs()[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := second.Servers[1].Tables()[0].Size(); n == 0 {
+		t.Errorf("the worker never reached the re-registered shard 1 (%d epochs, %d steps)", sum.Epochs, sum.Steps)
+	}
+	if n := second.Servers[0].Tables()[0].Size(); n != 0 {
+		t.Errorf("the second set's shard 0, never registered, holds %d entries", n)
 	}
 }
