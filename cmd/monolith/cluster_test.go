@@ -431,3 +431,21 @@ func TestClusterZooKeeper(t *testing.T) {
 		t.Errorf("the cluster's ZooKeeper still runs: %v", left)
 	}
 }
+
+// TestClusterChildFails: a worker that fails stops the cluster, which names it and shows
+// the end of its log, and leaves no child behind.
+func TestClusterChildFails(t *testing.T) {
+	t.Setenv(envTestMain, "1")
+	dir := t.TempDir()
+	cfg := clusterData(t, dir, 4000, 1)
+	var so, se syncbuf.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"cluster", "--config", cfg, "--workers", "2", "--ps", "1", "--", "--no-such-flag"}, &so, &se)
+	if err == nil || !strings.Contains(err.Error(), "worker-") || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Fatalf("cluster with failing workers: %v", err)
+	}
+	if left := procsWith(dir); len(left) > 0 {
+		t.Errorf("children left running: %v", left)
+	}
+}

@@ -378,6 +378,12 @@ func TestPSZooKeeper(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ps [2] of 3 not registered") {
 		t.Fatalf("missing shard: %v", err)
 	}
+	// An unreachable ZooKeeper fails the shard's start within --discovery-wait, naming it.
+	start := time.Now()
+	_, _, err = runCLI(t, "ps", "--tables", psTables, "--discovery", "zk", "--zk", "127.0.0.1:1", "--discovery-wait", "1s")
+	if err == nil || !strings.Contains(err.Error(), "discovery zk") || time.Since(start) > 10*time.Second {
+		t.Errorf("ps with an unreachable ZooKeeper: %v after %v", err, time.Since(start))
+	}
 	// A stopped shard leaves the membership.
 	if err := shards[1].stop(t); err != nil {
 		t.Fatal(err)

@@ -102,6 +102,9 @@ type Config struct {
 		// Info writes ckpt.info-{step} (entries per slot) into Dir with every checkpoint
 		// (Monolith's enable_model_ckpt_info).
 		Info bool `json:"info"`
+		// SaveTimeoutSecs bounds each shard's save (default 600), apart from the PS
+		// clients' call deadline: a large shard or a slow disk takes longer than a call.
+		SaveTimeoutSecs int `json:"save_timeout_secs"`
 	} `json:"checkpoint"`
 
 	// Runner is Monolith's RunnerConfig (pipelines/train/runconfig), under the key
@@ -322,6 +325,12 @@ func (c *Config) Normalize() error {
 	}
 	if c.Checkpoint.Keep == 0 {
 		c.Checkpoint.Keep = 3
+	}
+	if c.Checkpoint.SaveTimeoutSecs == 0 {
+		c.Checkpoint.SaveTimeoutSecs = 600
+	}
+	if c.Checkpoint.SaveTimeoutSecs < 0 {
+		return fmt.Errorf("%w: checkpoint.save_timeout_secs %d must be > 0", ErrConfig, c.Checkpoint.SaveTimeoutSecs)
 	}
 	if c.Steps < 0 {
 		return fmt.Errorf("%w: steps %d must not be negative", ErrConfig, c.Steps)

@@ -99,6 +99,7 @@ var keyCases = []struct {
 	{"checkpoint.restore_dir", "checkpoint: {dir: m}\n", "checkpoint: {dir: m, restore_dir: r}\n"},
 	{"checkpoint.restore_ckpt", "checkpoint: {dir: m}\n", "checkpoint: {dir: m, restore_ckpt: model.ckpt-3}\n"},
 	{"checkpoint.info", "", "checkpoint: {info: true}\n"},
+	{"checkpoint.save_timeout_secs", "", "checkpoint: {save_timeout_secs: 30}\n"},
 
 	{"runner.index", "ps: {addrs: [a:1]}\nrunner: {num_workers: 2}\n", "ps: {addrs: [a:1]}\nrunner: {num_workers: 2, index: 1}\n"},
 	{"runner.num_workers", "ps: {addrs: [a:1]}\n", "ps: {addrs: [a:1]}\nrunner: {num_workers: 2}\n"},

@@ -36,6 +36,9 @@ type Job struct {
 	// CallTimeout is the PS clients' per-call deadline (max_rpc_deadline_millis; zero:
 	// the client's default).
 	CallTimeout time.Duration
+	// SaveTimeout bounds each shard's save (checkpoint.save_timeout_secs; zero: the
+	// client's default).
+	SaveTimeout time.Duration
 }
 
 // ModelSpec is the job's model as transforms/model takes it.
@@ -48,6 +51,9 @@ func (j *Job) clientOptions() []client.Option {
 	var o []client.Option
 	if j.ConnectRetries > 0 {
 		o = append(o, client.WithRetries(j.ConnectRetries))
+	}
+	if j.SaveTimeout > 0 {
+		o = append(o, client.WithSaveTimeout(j.SaveTimeout))
 	}
 	if j.CallTimeout > 0 {
 		o = append(o, client.WithCallTimeout(j.CallTimeout))

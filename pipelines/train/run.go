@@ -133,7 +133,8 @@ func Prepare(c *Config) (*Prepared, error) {
 	read := beamio.DefaultReadConfig()
 	read.RowsPerBatch = c.BatchSize
 	j := Job{Kernels: k, Model: c.Model, Bias: c.Layouts.Bias, Vec: c.Layouts.Vec, Hidden: c.Hidden,
-		MaxSteps: c.MaxSteps, Parallelism: c.Threads, Read: read, Ops: c.Ops()}
+		MaxSteps: c.MaxSteps, Parallelism: c.Threads, Read: read, Ops: c.Ops(),
+		SaveTimeout: time.Duration(c.Checkpoint.SaveTimeoutSecs) * time.Second}
 	params, err := modelParams(j.ModelSpec(), &j)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)

@@ -271,12 +271,21 @@ func records(fn func(*tfrecord.Writer) error) func(io.Writer) error {
 	}
 }
 
-// Latest returns the path of the checkpoint LATEST names in dir, or an error wrapping
-// ErrNoCheckpoint when there is none.
+// Latest returns the path of the checkpoint LATEST names in dir. Without a LATEST file
+// (lost, or never written by a crashed save) it scans dir and returns the newest complete
+// checkpoint, so that a shard never starts empty over complete checkpoints; an error
+// wrapping ErrNoCheckpoint when there is none.
 func Latest(dir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, LatestName))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
+		all, lerr := List(dir)
+		if lerr != nil {
+			return "", lerr
+		}
+		if len(all) == 0 {
+			return "", fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
+		}
+		return all[len(all)-1], nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("checkpoint %s: %w", dir, err)

@@ -173,6 +173,15 @@ func TestLatestAndPrune(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"9-leftover")); !os.IsNotExist(err) {
 		t.Errorf("leftover temporary folder survived Prune: %v", err)
 	}
+	// A lost LATEST: the newest complete checkpoint is found by scanning, never "none".
+	rm(t, filepath.Join(dir, LatestName))
+	if got, err := Latest(dir); err != nil || filepath.Base(got) != "ckpt-00000005-step-5" {
+		t.Errorf("Latest without LATEST: %q, %v; want the newest complete checkpoint", got, err)
+	}
+	rm(t, filepath.Join(dir, "ckpt-00000005-step-5", ManifestName)) // incomplete: skipped
+	if got, err := Latest(dir); err != nil || filepath.Base(got) != "ckpt-00000004-step-4" {
+		t.Errorf("Latest without LATEST, newest incomplete: %q, %v", got, err)
+	}
 }
 
 // TestRestoreRejectsDamage damages the newest checkpoint in every way a crash or a bad

@@ -24,6 +24,7 @@ import (
 const (
 	DefaultDialTimeout     = 5 * time.Second
 	DefaultCallTimeout     = 30 * time.Second
+	DefaultSaveTimeout     = 10 * time.Minute
 	DefaultRetries         = 3
 	DefaultBackoff         = 50 * time.Millisecond
 	DefaultMaxBackoff      = 2 * time.Second
@@ -36,6 +37,7 @@ const barrierGrace = 5 * time.Second
 
 type options struct {
 	dialTimeout, callTimeout time.Duration
+	saveTimeout              time.Duration
 	retries                  int
 	backoff, maxBackoff      time.Duration
 	maxMsg                   int
@@ -52,6 +54,10 @@ func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialT
 // WithCallTimeout bounds each RPC attempt (default 30 s; 0 means only the caller's
 // context). Barriers use their own timeout plus 5 s instead.
 func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
+
+// WithSaveTimeout bounds each Save attempt (default 10 min; 0 means only the caller's
+// context): a checkpoint of a large shard, or on a slow disk, outlasts the call timeout.
+func WithSaveTimeout(d time.Duration) Option { return func(o *options) { o.saveTimeout = d } }
 
 // WithRetries sets how many times an RPC failing with codes.Unavailable is retried
 // (default 3). No other failure is retried.
@@ -103,14 +109,14 @@ var errClosed = &InvalidConfigError{Msg: "no PS clients configured (the client i
 // with codes.Unavailable until SetShards provides one.
 func New(addrs []string, opts ...Option) (*Client, error) {
 	o := options{
-		dialTimeout: DefaultDialTimeout, callTimeout: DefaultCallTimeout, retries: DefaultRetries,
+		dialTimeout: DefaultDialTimeout, callTimeout: DefaultCallTimeout, saveTimeout: DefaultSaveTimeout, retries: DefaultRetries,
 		backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff, maxMsg: DefaultMaxMessageBytes,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	switch {
-	case o.dialTimeout < 0, o.callTimeout < 0, o.backoff < 0, o.maxBackoff < 0:
+	case o.dialTimeout < 0, o.callTimeout < 0, o.saveTimeout < 0, o.backoff < 0, o.maxBackoff < 0:
 		return nil, &InvalidConfigError{Msg: "negative timeout or backoff"}
 	case o.retries < 0:
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("retries %d is negative", o.retries)}
@@ -719,7 +725,7 @@ func (c *Client) SaveAt(ctx context.Context, step int64) ([]*pspb.SaveResponse, 
 	if step < 0 {
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("save at step %d: negative", step)}
 	}
-	return onAll(ctx, c, "Save", func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.SaveResponse, error) {
+	return onAllWithin(ctx, c, "Save", c.opts.saveTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.SaveResponse, error) {
 		return s.Save(ctx, &pspb.SaveRequest{GlobalStep: step})
 	})
 }
@@ -738,6 +744,11 @@ func onShard[T any](ctx context.Context, c *Client, op string, k int, f func(con
 }
 
 func onAll[T any](ctx context.Context, c *Client, op string, f func(context.Context, pspb.ParameterServerClient) (T, error)) ([]T, error) {
+	return onAllWithin(ctx, c, op, c.opts.callTimeout, f)
+}
+
+// onAllWithin is onAll with timeout bounding each attempt.
+func onAllWithin[T any](ctx context.Context, c *Client, op string, timeout time.Duration, f func(context.Context, pspb.ParameterServerClient) (T, error)) ([]T, error) {
 	set, err := c.acquire()
 	if err != nil {
 		return nil, err
@@ -745,7 +756,7 @@ func onAll[T any](ctx context.Context, c *Client, op string, f func(context.Cont
 	defer set.release()
 	out := make([]T, len(set.conns))
 	err = fanout(allShards(len(set.conns)), func(k int) error {
-		r, err := call(ctx, c, set, op, k, c.opts.callTimeout, f)
+		r, err := call(ctx, c, set, op, k, timeout, f)
 		out[k] = r
 		return err
 	})

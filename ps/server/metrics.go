@@ -43,6 +43,7 @@ type metrics struct {
 	evicted                           prometheus.Counter
 	duplicates                        prometheus.Counter // requests skipped for an applied request id
 	globalSteps                       prometheus.Counter // GlobalStep requests, duplicates included
+	nonFinite                         prometheus.Counter // applies rejected for a NaN or Inf gradient or rate
 
 	collectors []prometheus.Collector // everything above plus the scrape-time gauges
 }
@@ -78,13 +79,15 @@ func newMetrics(s *Server) *metrics {
 		duplicates: counter("monolith_ps_duplicate_requests_total",
 			"ApplyGradients (batch sub-requests included) and GlobalStep requests skipped because their request id was already applied."),
 		globalSteps: counter("monolith_ps_global_step_requests_total", "GlobalStep requests, duplicates included."),
+		nonFinite: counter("monolith_ps_nonfinite_gradient_requests_total",
+			"ApplyGradients (batch sub-requests included) rejected because a gradient or learning rate was NaN or infinite."),
 	}
 	m.rejected.WithLabelValues(limitFidsPerRequest) // present at 0 from the start
 	m.collectors = []prometheus.Collector{
 		m.lookups, m.lookupErrors, m.lookupFids, m.lookupLatency,
 		m.applies, m.applyErrors, m.applyFids, m.applyLatency,
 		m.barriers, m.barrierTimeouts, m.barrierErrors, m.barrierLatency, m.trainingBarrier, m.rejected,
-		m.saves, m.saveErrors, m.saveLatency, m.evicted, m.duplicates, m.globalSteps,
+		m.saves, m.saveErrors, m.saveLatency, m.evicted, m.duplicates, m.globalSteps, m.nonFinite,
 		stateCollector{s},
 	}
 	return m

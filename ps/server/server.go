@@ -504,6 +504,14 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 	if n := len(lrs); n != 0 && n != t.Segments() {
 		return fail("ps/server: apply table %q: %d learning rates, the table has %d segments (send none for the configured rates)", t.Name(), n, t.Segments())
 	}
+	if k := nonFinite(grads); k >= 0 {
+		s.metrics.nonFinite.Inc()
+		return fail("ps/server: apply table %q: gradient %d (fid %d) is %v: non-finite gradients are rejected, nothing applied", t.Name(), k, fids[k/dim], grads[k])
+	}
+	if k := nonFinite(lrs); k >= 0 {
+		s.metrics.nonFinite.Inc()
+		return fail("ps/server: apply table %q: learning rate %d is %v: rejected, nothing applied", t.Name(), k, lrs[k])
+	}
 	id := req.GetRequestId()
 	rsv, _, dup, err := s.dedup.begin(ctx, id)
 	switch {
@@ -522,6 +530,16 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 	}
 	rsv.commit(0)
 	return &pspb.ApplyGradientsResponse{NumUpdated: int64(r.Updated), NumNotFound: int64(r.NotFound), NumCreated: int64(r.Created)}
+}
+
+// nonFinite returns the index of the first NaN or infinite value of v, or -1.
+func nonFinite(v []float32) int {
+	for i, x := range v {
+		if x-x != 0 { // NaN and ±Inf, without a conversion per element
+			return i
+		}
+	}
+	return -1
 }
 
 // GlobalStep adds req.increment to the global step and returns the new value; increment 0
