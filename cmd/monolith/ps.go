@@ -35,7 +35,9 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	metricsListen := fs.String("metrics-listen", "", "HTTP address of /metrics (Prometheus text); a bare port binds 127.0.0.1")
 	memLimit := fs.Int64("mem-limit", d.MemLimitBytes, "HealthCheck memory limit on the resident set, in bytes")
 	maxFids := fs.Int("max-fids", d.MaxFidsPerRequest, "maximum fids per request (summed over batch sub-requests)")
-	maxMsg := fs.Int("max-message-bytes", d.MaxMessageBytes, "maximum gRPC message size")
+	maxMsg := fs.Int("max-message-bytes", d.MaxMessageBytes, "maximum gRPC message size (requests, and lookup replies before they are built)")
+	maxSub := fs.Int("max-sub-requests", d.MaxSubRequests, "maximum sub-requests of one batch call")
+	maxID := fs.Int("max-request-id-bytes", d.MaxRequestIDBytes, "maximum request id length")
 	dedupWindow := fs.Int("dedup-window", d.DedupWindow, "recent request ids remembered to answer retried applies and global-step increments as duplicates (negative: off)")
 	seed := fs.Uint64("seed", 0, "seed of the random initializers")
 	verbose := fs.Bool("v", false, "verbose logging")
@@ -94,6 +96,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		Shard: *shard, NumShards: *numShards, Listen: *listen, MetricsListen: *metricsListen,
 		Tables: cfg, CheckpointDir: *ckptDir, SaveEvery: *saveEvery, KeepCheckpoints: *keep,
 		MaxFidsPerRequest: *maxFids, MaxMessageBytes: *maxMsg, MemLimitBytes: *memLimit,
+		MaxSubRequests: *maxSub, MaxRequestIDBytes: *maxID,
 		DedupWindow: *dedupWindow, Seed: *seed, Logger: log,
 	}
 	srv, err := server.New(opts) // validates opts

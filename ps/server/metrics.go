@@ -22,6 +22,9 @@ var (
 const (
 	limitFidsPerRequest = "fids_per_request"
 	limitMessageBytes   = "message_bytes"
+	limitSubRequests    = "sub_requests"
+	limitRequestIDBytes = "request_id_bytes"
+	limitReplyBytes     = "reply_bytes"
 	limitDedupWindow    = "dedup_window"
 )
 
@@ -171,7 +174,7 @@ var (
 	descGlobalStep = prometheus.NewDesc("monolith_ps_global_step",
 		"The shard's global step: GlobalStep increments and the largest ApplyGradients global_step.", nil, nil)
 	descLimit = prometheus.NewDesc("monolith_ps_request_limit",
-		"A configured request limit: fids per request (summed over batch sub-requests), gRPC message bytes, request ids in the duplicate window.",
+		"A configured request limit: fids per request (summed over batch sub-requests), gRPC message bytes (requests, and lookup replies), request ids in the duplicate window, sub-requests per batch call, request id bytes.",
 		[]string{"limit"}, nil)
 	descTrainingBarrier = prometheus.NewDesc("monolith_ps_training_barrier_placed",
 		"1 while the training barrier is placed (its action as a label), else 0.", []string{"action"}, nil)
@@ -210,7 +213,8 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, l := range []struct {
 		name string
 		v    int
-	}{{limitFidsPerRequest, s.opts.MaxFidsPerRequest}, {limitMessageBytes, s.opts.MaxMessageBytes}, {limitDedupWindow, s.opts.DedupWindow}} {
+	}{{limitFidsPerRequest, s.opts.MaxFidsPerRequest}, {limitMessageBytes, s.opts.MaxMessageBytes}, {limitDedupWindow, s.opts.DedupWindow},
+		{limitSubRequests, s.opts.MaxSubRequests}, {limitRequestIDBytes, s.opts.MaxRequestIDBytes}} {
 		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(l.v), l.name)
 	}
 	st := s.pause.Status()

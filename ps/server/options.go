@@ -25,6 +25,8 @@ const (
 	DefaultListen            = "127.0.0.1:0"
 	DefaultKeepCheckpoints   = 3
 	DefaultMaxFidsPerRequest = 1 << 20
+	DefaultMaxSubRequests    = 1024
+	DefaultMaxRequestIDBytes = 256
 	DefaultMaxMessageBytes   = codec.DefaultMaxMessageBytes
 	DefaultMemLimitBytes     = int64(1) << 62 // Monolith's monolith_default_machine_info_mem_limit
 	DefaultDedupWindow       = 1 << 16
@@ -63,7 +65,13 @@ type Options struct {
 	// MaxFidsPerRequest bounds the fids of one request, summed over the sub-requests of the
 	// batch RPCs (default 1<<20); more is rejected with codes.ResourceExhausted.
 	MaxFidsPerRequest int
-	// MaxMessageBytes bounds gRPC messages both ways (default 64 MiB).
+	// MaxSubRequests bounds the sub-requests of one batch RPC (default 1024): a batch of
+	// many empty sub-requests costs memory without fids.
+	MaxSubRequests int
+	// MaxRequestIDBytes bounds a request id (default 256): the duplicate window keeps them.
+	MaxRequestIDBytes int
+	// MaxMessageBytes bounds gRPC messages both ways (default 64 MiB); a lookup whose
+	// reply would exceed it is refused before its embeddings are allocated.
 	MaxMessageBytes int
 	// MemLimitBytes is the HealthCheck memory limit on the resident set (default 2^62).
 	MemLimitBytes int64
@@ -86,6 +94,8 @@ func DefaultOptions() Options {
 		Listen:            DefaultListen,
 		KeepCheckpoints:   DefaultKeepCheckpoints,
 		MaxFidsPerRequest: DefaultMaxFidsPerRequest,
+		MaxSubRequests:    DefaultMaxSubRequests,
+		MaxRequestIDBytes: DefaultMaxRequestIDBytes,
 		MaxMessageBytes:   DefaultMaxMessageBytes,
 		MemLimitBytes:     DefaultMemLimitBytes,
 		DedupWindow:       DefaultDedupWindow,
@@ -106,6 +116,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if o.MaxSubRequests == 0 {
+		o.MaxSubRequests = d.MaxSubRequests
+	}
+	if o.MaxRequestIDBytes == 0 {
+		o.MaxRequestIDBytes = d.MaxRequestIDBytes
 	}
 	if o.MemLimitBytes == 0 {
 		o.MemLimitBytes = d.MemLimitBytes
@@ -148,6 +164,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxMessageBytes < 0 {
 		bad("max message bytes %d is negative", o.MaxMessageBytes)
+	}
+	if o.MaxSubRequests < 0 || o.MaxRequestIDBytes < 0 {
+		bad("max sub-requests %d and max request id bytes %d must not be negative", o.MaxSubRequests, o.MaxRequestIDBytes)
 	}
 	if o.MemLimitBytes < 0 {
 		bad("memory limit %d is negative", o.MemLimitBytes)

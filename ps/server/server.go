@@ -454,6 +454,12 @@ func (s *Server) lookup(_ context.Context, req *pspb.LookupRequest) (resp *pspb.
 	if msg != "" {
 		return &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: msg}
 	}
+	// The reply is checked against the message limit before its embeddings are allocated.
+	if reply := int64(len(fids)) * int64(dim) * 4; reply > int64(s.opts.MaxMessageBytes) {
+		s.metrics.rejected.WithLabelValues(limitReplyBytes).Inc()
+		return &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf(
+			"ps/server: lookup table %q: a reply of %d fids × dim %d (%d bytes) exceeds the limit of %d message bytes", t.Name(), len(fids), dim, reply, s.opts.MaxMessageBytes)}
+	}
 	out := make([]float32, len(fids)*dim)
 	var found []bool
 	if req.GetWantFound() {
@@ -513,6 +519,10 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 		return fail("ps/server: apply table %q: learning rate %d is %v: rejected, nothing applied", t.Name(), k, lrs[k])
 	}
 	id := req.GetRequestId()
+	if len(id) > s.opts.MaxRequestIDBytes {
+		s.metrics.rejected.WithLabelValues(limitRequestIDBytes).Inc()
+		return fail("ps/server: apply table %q: request id of %d bytes exceeds the limit of %d request id bytes", t.Name(), len(id), s.opts.MaxRequestIDBytes)
+	}
 	rsv, _, dup, err := s.dedup.begin(ctx, id)
 	switch {
 	case err != nil:
@@ -553,6 +563,10 @@ func (s *Server) GlobalStep(ctx context.Context, req *pspb.GlobalStepRequest) (*
 	inc, id := req.GetIncrement(), req.GetRequestId()
 	if inc < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "ps/server: global step increment %d is negative", inc)
+	}
+	if len(id) > s.opts.MaxRequestIDBytes {
+		s.metrics.rejected.WithLabelValues(limitRequestIDBytes).Inc()
+		return nil, status.Errorf(codes.InvalidArgument, "ps/server: global step: request id of %d bytes exceeds the limit of %d request id bytes", len(id), s.opts.MaxRequestIDBytes)
 	}
 	rsv, prev, dup, err := s.dedup.begin(ctx, id)
 	switch {
@@ -769,6 +783,11 @@ func runBatch[Req interface {
 	comparable
 	GetFids() []int64
 }, Resp any](ctx context.Context, s *Server, op string, reqs []Req, observe func(time.Time, int, bool), run func(context.Context, Req) Resp, fail func(msg string) Resp) ([]Resp, error) {
+	if len(reqs) > s.opts.MaxSubRequests {
+		s.metrics.rejected.WithLabelValues(limitSubRequests).Inc()
+		observe(time.Now(), 0, true)
+		return nil, status.Errorf(codes.ResourceExhausted, "ps/server: %s of %d sub-requests exceeds the limit of %d sub-requests per batch", op, len(reqs), s.opts.MaxSubRequests)
+	}
 	n := 0
 	for _, r := range reqs {
 		n += len(r.GetFids())

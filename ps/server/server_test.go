@@ -298,9 +298,56 @@ func TestRequestLimits(t *testing.T) {
 	o = testOptions(t)
 	o.MaxMessageBytes = 1 << 10
 	small := start(t, o)
-	_, err = small.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: fids(1000)})
+	_, err = small.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: fids(2000)})
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("oversized message: %v", err)
+	}
+	// A reply over MaxMessageBytes is refused before its embeddings are allocated: 100 fids
+	// of dim 4 fit the 1 KiB request but not the 1.6 kB reply.
+	resp, err := small.stub.Lookup(ctx, &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: fids(100)})
+	if err != nil || resp.StatusCode != 1 || !strings.Contains(resp.ErrorMessage, "(1600 bytes) exceeds the limit of 1024 message bytes") {
+		t.Fatalf("oversized reply: %v %v", resp, err)
+	}
+	if n := count(small.srv.metrics.rejected.WithLabelValues(limitReplyBytes)); n != 1 {
+		t.Errorf("reply rejections %d, want 1", n)
+	}
+}
+
+// TestSubRequestAndIDLimits: a batch of many (empty) sub-requests and an overlong request
+// id are refused with a status naming the limit; the server keeps serving.
+func TestSubRequestAndIDLimits(t *testing.T) {
+	o := testOptions(t)
+	o.MaxSubRequests, o.MaxRequestIDBytes = 4, 16
+	r := start(t, o)
+	ctx := testCtx(t)
+	many := make([]*pspb.ApplyGradientsRequest, 5)
+	for i := range many {
+		many[i] = &pspb.ApplyGradientsRequest{}
+	}
+	_, err := r.stub.BatchApplyGradients(ctx, &pspb.BatchApplyGradientsRequest{Requests: many})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "5 sub-requests exceeds the limit of 4 sub-requests per batch") {
+		t.Errorf("5 sub-requests: %v", err)
+	}
+	_, err = r.stub.BatchLookup(ctx, &pspb.BatchLookupRequest{Requests: make([]*pspb.LookupRequest, 5)})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("5 lookup sub-requests: %v", err)
+	}
+	long := strings.Repeat("x", 17)
+	ar, err := r.stub.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: make([]float32, 4), RequestId: long})
+	if err != nil || ar.StatusCode != 1 || !strings.Contains(ar.ErrorMessage, "request id of 17 bytes exceeds the limit of 16 request id bytes") {
+		t.Errorf("long request id: %v %v", ar, err)
+	}
+	_, err = r.stub.GlobalStep(ctx, &pspb.GlobalStepRequest{Increment: 1, RequestId: long})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "request id bytes") {
+		t.Errorf("global step with a long request id: %v", err)
+	}
+	if n := count(r.srv.metrics.rejected.WithLabelValues(limitSubRequests)); n != 2 {
+		t.Errorf("sub-request rejections %d, want 2", n)
+	}
+	// Within the limits, requests go through.
+	ar, err = r.stub.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: make([]float32, 4), RequestId: long[:16]})
+	if err != nil || ar.StatusCode != 0 {
+		t.Errorf("apply within the limits: %v %v", ar, err)
 	}
 }
 
