@@ -510,6 +510,9 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 	if n := len(lrs); n != 0 && n != t.Segments() {
 		return fail("ps/server: apply table %q: %d learning rates, the table has %d segments (send none for the configured rates)", t.Name(), n, t.Segments())
 	}
+	if msg := checkClock(req.GetGlobalStep(), req.GetUpdateTime(), time.Now()); msg != "" {
+		return fail("ps/server: apply table %q: %s", t.Name(), msg)
+	}
 	if k := nonFinite(grads); k >= 0 {
 		s.metrics.nonFinite.Inc()
 		return fail("ps/server: apply table %q: gradient %d (fid %d) is %v: non-finite gradients are rejected, nothing applied", t.Name(), k, fids[k/dim], grads[k])
@@ -540,6 +543,25 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 	}
 	rsv.commit(0)
 	return &pspb.ApplyGradientsResponse{NumUpdated: int64(r.Updated), NumNotFound: int64(r.NotFound), NumCreated: int64(r.Created)}
+}
+
+// MaxGlobalStep bounds the global step an apply may carry: far above any real job, far
+// below the overflow of the step arithmetic.
+const MaxGlobalStep = int64(1) << 53
+
+// updateTimeSlack is how far in the future an update_time may lie (clock skew).
+const updateTimeSlack = 24 * time.Hour
+
+// checkClock checks an apply's global step and update time (Unix seconds) against sane
+// bounds; a non-empty message names the value and the bound.
+func checkClock(step, updateTime int64, now time.Time) string {
+	switch {
+	case step < 0 || step > MaxGlobalStep:
+		return fmt.Sprintf("global_step %d outside [0, %d]", step, MaxGlobalStep)
+	case updateTime < 0 || updateTime > now.Add(updateTimeSlack).Unix():
+		return fmt.Sprintf("update_time %d is not Unix seconds up to a day ahead (now %d; milliseconds?)", updateTime, now.Unix())
+	}
+	return ""
 }
 
 // nonFinite returns the index of the first NaN or infinite value of v, or -1.

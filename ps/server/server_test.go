@@ -158,6 +158,8 @@ func TestRequestValidation(t *testing.T) {
 		{"short gradients", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2}, Gradients: make([]float32, 7)}, "7 gradients for 2 fids of dim 4, want 8"},
 		{"long gradients", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: make([]float32, 5)}, "5 gradients"},
 		{"learning rates", &pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: make([]float32, 3), LearningRates: []float32{1}}, "1 learning rates, the table has 2 segments"},
+		{"huge global step", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: make([]float32, 4), GlobalStep: math.MaxInt64}, "global_step 9223372036854775807 outside [0, 9007199254740992]"},
+		{"update time in ms", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: make([]float32, 4), UpdateTime: time.Now().UnixMilli()}, "is not Unix seconds up to a day ahead"},
 		{"NaN gradient", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 9}, Gradients: []float32{0, 0, 0, 0, 0, float32(math.NaN()), 0, 0}}, "gradient 5 (fid 9) is NaN: non-finite gradients are rejected"},
 		{"Inf gradient", &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: []float32{float32(math.Inf(-1)), 0, 0, 0}}, "gradient 0 (fid 1) is -Inf"},
 		{"Inf learning rate", &pspb.ApplyGradientsRequest{Table: "two", DimSize: 3, Fids: []int64{1}, Gradients: make([]float32, 3), LearningRates: []float32{1, float32(math.Inf(1))}}, "learning rate 1 is +Inf"},
@@ -175,13 +177,13 @@ func TestRequestValidation(t *testing.T) {
 			t.Fatalf("table %s has %d entries after rejected requests", tb.Name(), n)
 		}
 	}
-	if got := count(s.metrics.applies) - before; got != 8 {
-		t.Fatalf("apply count grew by %d, want 8", got)
+	if got := count(s.metrics.applies) - before; got != 10 {
+		t.Fatalf("apply count grew by %d, want 10", got)
 	}
 	if got := count(s.metrics.nonFinite); got != 3 {
 		t.Fatalf("non-finite rejections %d, want 3", got)
 	}
-	if sum, n := read(s.metrics.applyLatency); count(s.metrics.applyErrors) != 8 || n != 8 || sum <= 0 {
+	if sum, n := read(s.metrics.applyLatency); count(s.metrics.applyErrors) != 10 || n != 10 || sum <= 0 {
 		t.Fatalf("apply errors %d, latency histogram %d samples summing %v s", count(s.metrics.applyErrors), n, sum)
 	}
 	// The right number of learning rates is accepted: one per segment.
