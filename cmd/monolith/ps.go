@@ -10,6 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/ps/server"
@@ -134,6 +138,9 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		})
 	}
 	if backend != nil {
+		if err := refuseLiveShard(ctx, backend, *shard, addr); err != nil {
+			return err
+		}
 		rctx, cancel := context.WithTimeout(ctx, disc.Wait)
 		err := backend.Register(rctx, "ps", *shard, addr)
 		cancel()
@@ -155,4 +162,32 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return nil
 	}
 	return err
+}
+
+// refuseLiveShard fails when discovery already lists another address for shard and a PS
+// answers there: two processes must not serve one shard. A registration whose address
+// does not answer (a crashed shard whose session has not expired yet) is replaced.
+func refuseLiveShard(ctx context.Context, b discovery.Backend, shard int, addr string) error {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	got, err := b.Query(qctx, "ps")
+	if err != nil {
+		return fmt.Errorf("ps shard %d: read the membership: %w", shard, err)
+	}
+	old, ok := got[shard]
+	if !ok || old == addr {
+		return nil
+	}
+	conn, err := grpc.NewClient(old, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil // not an address one can dial: nothing serves there
+	}
+	defer conn.Close()
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(conn).Check(pctx, &healthpb.HealthCheckRequest{})
+	if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("ps shard %d: already served by %s (registered as ps.%d, and it answers): a second PS for a live shard refuses to start", shard, old, shard)
+	}
+	return nil
 }

@@ -378,6 +378,14 @@ func TestPSZooKeeper(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ps [2] of 3 not registered") {
 		t.Fatalf("missing shard: %v", err)
 	}
+	// A second PS for the live shard 0 refuses to start; the first one keeps its node.
+	_, _, err = runCLI(t, append([]string{"ps", "--shard", "0", "--num-shards", "2", "--tables", psTables}, zkArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), "already served by "+shards[0].addr) {
+		t.Errorf("a second shard 0: %v", err)
+	}
+	if data, _, err := conn.Get("/monolith/test/ps.0"); err != nil || string(data) != shards[0].addr {
+		t.Errorf("ps.0 after the refused second shard: %q, %v", data, err)
+	}
 	// An unreachable ZooKeeper fails the shard's start within --discovery-wait, naming it.
 	start := time.Now()
 	_, _, err = runCLI(t, "ps", "--tables", psTables, "--discovery", "zk", "--zk", "127.0.0.1:1", "--discovery-wait", "1s")
