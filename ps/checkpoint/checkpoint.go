@@ -43,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -365,8 +366,8 @@ func AtStep(dir string, step int64) (string, error) {
 }
 
 // Prune deletes leftover temporary folders and all but the newest keep checkpoints; the
-// one LATEST names is always kept.
-func Prune(dir string, keep int) error {
+// one LATEST names and the pinned ones (paths) are always kept.
+func Prune(dir string, keep int, pinned ...string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", dir, err)
@@ -386,7 +387,7 @@ func Prune(dir string, keep int) error {
 		keep = 1
 	}
 	for len(all) > keep {
-		if all[0] != latest {
+		if all[0] != latest && !slices.Contains(pinned, all[0]) {
 			errs = append(errs, os.RemoveAll(all[0]))
 		}
 		all = all[1:]

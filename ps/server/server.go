@@ -53,6 +53,10 @@ type Server struct {
 	byName  map[string]*table.Table
 	evict   []time.Duration // per table; 0 when eviction is off
 	ckptDir string          // this shard's checkpoint folder; "" without CheckpointDir
+	// restored is the checkpoint this shard started from: retention keeps it for the
+	// process's lifetime, so that the shutdown saves of failed runs never prune the
+	// checkpoint the job restarts from.
+	restored string
 
 	// step is the global step: GlobalStep adds to it, ApplyGradients raises it to the
 	// largest global_step seen, checkpoints save it and restore sets it.
@@ -213,6 +217,7 @@ func (s *Server) restore() error {
 		return fmt.Errorf("ps/server: shard %d: restore checkpoint %s (not starting empty over it): %w", s.opts.Shard, path, err)
 	}
 	s.step.Store(man.GetStep())
+	s.restored = path
 	var entries int64
 	for _, t := range s.tables {
 		entries += t.Stats().Size
@@ -389,7 +394,7 @@ func (s *Server) save(ctx context.Context, reason string, step int64) (checkpoin
 	s.metrics.saves.Inc()
 	s.metrics.saveLatency.Observe(time.Since(start).Seconds())
 	s.log.Info("saved checkpoint", "reason", reason, "path", res.Path, "entries", res.Entries, "step", meta.Step, "took", time.Since(start))
-	if err := checkpoint.Prune(s.ckptDir, s.opts.KeepCheckpoints); err != nil {
+	if err := checkpoint.Prune(s.ckptDir, s.opts.KeepCheckpoints, s.restored); err != nil {
 		s.log.Warn("prune checkpoints", "dir", s.ckptDir, "err", err)
 	}
 	return res, nil

@@ -903,3 +903,33 @@ func TestSlotCounts(t *testing.T) {
 		t.Errorf("unknown table: %v", err)
 	}
 }
+
+// TestFailedRunsKeepTheRestoredCheckpoint: a job whose state names step 10 restarts from
+// it after failed runs whose shutdown saves (steps 11, 12) would have pruned it with
+// keep 1: the checkpoint a shard started from is kept while it runs.
+func TestFailedRunsKeepTheRestoredCheckpoint(t *testing.T) {
+	o := testOptions(t)
+	o.CheckpointDir, o.KeepCheckpoints = t.TempDir(), 1
+	fids := []int64{1, 2, 3}
+	r := start(t, o)
+	applyBoth(t, r.stub, fids, 1, 10)
+	if err := r.stop(t); err != nil { // the save the job's state records: step 10
+		t.Fatal(err)
+	}
+	at10, err := checkpoint.AtStep(ShardDir(o.CheckpointDir, 0, 1), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := int64(11); step <= 12; step++ { // failed runs: restored from step 10, saved at shutdown
+		o2 := o
+		o2.RestoreFrom = at10
+		r := start(t, o2)
+		applyBoth(t, r.stub, fids, 1, step)
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkpoint.AtStep(ShardDir(o.CheckpointDir, 0, 1), 10); err != nil {
+			t.Fatalf("after the failed run at step %d the checkpoint of step 10 is gone: %v", step, err)
+		}
+	}
+}
