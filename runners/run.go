@@ -217,16 +217,51 @@ func loopbackMarkers() map[string]bool {
 }
 
 // removeLoopbackMarkers deletes the markers that appeared since before (those of this
-// run: runs in this process are serialized) if they are still empty. A marker another
-// process created in the same moment could go too; that process has staged it within
-// milliseconds of creating it, long before a run of ours ends.
+// run: runs in this process are serialized) if they are still empty and no other process
+// holds them open. Another process on the machine (a second worker of a cluster) may
+// have created one meanwhile and not staged it yet: the SDK never closes the file it
+// creates, so its creator holds it open at least until it is staged, and it is left alone.
 func removeLoopbackMarkers(before map[string]bool) {
+	var fresh []string
 	for n := range loopbackMarkers() {
 		if before[n] {
 			continue
 		}
 		if st, err := os.Lstat(n); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+			fresh = append(fresh, n)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	busy := openElsewhere(fresh)
+	for _, n := range fresh {
+		if !busy[n] {
 			_ = os.Remove(n)
 		}
 	}
+}
+
+// openElsewhere reports which of paths another process holds open (Linux /proc; none
+// elsewhere).
+func openElsewhere(paths []string) map[string]bool {
+	want := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		want[p] = true
+	}
+	out := map[string]bool{}
+	self := strconv.Itoa(os.Getpid())
+	procs, _ := os.ReadDir("/proc")
+	for _, pd := range procs {
+		if pd.Name() == self || pd.Name()[0] < '0' || pd.Name()[0] > '9' {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", pd.Name(), "fd"))
+		for _, fd := range fds {
+			if target, err := os.Readlink(filepath.Join("/proc", pd.Name(), "fd", fd.Name())); err == nil && want[target] {
+				out[target] = true
+			}
+		}
+	}
+	return out
 }

@@ -172,3 +172,33 @@ func TestCheckWorkerBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkersOfOtherProcessesStay: a loopback marker another process holds open (a second
+// worker on the machine that has not staged it yet) survives this process's cleanup; once
+// nothing holds it, it goes.
+func TestMarkersOfOtherProcessesStay(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	before := loopbackMarkers()
+	f, err := os.CreateTemp(tmp, "beamloopbackworker-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := f.Name()
+	holder := exec.Command("sleep", "30")
+	holder.Stdin = f // the other process holds the marker open
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	removeLoopbackMarkers(before)
+	if _, err := os.Stat(name); err != nil {
+		t.Errorf("a marker another process holds was removed: %v", err)
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	removeLoopbackMarkers(before)
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Errorf("a marker nothing holds stayed: %v", err)
+	}
+}
