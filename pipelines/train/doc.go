@@ -53,6 +53,26 @@
 // and labels (8 bytes per row) are combined for exact AUC and log loss (transforms/model
 // Evaluate), which reach the driver as Beam metrics; the training figures do as counters.
 //
+// # Workers, discovery and the chief
+//
+// A job can run as several worker processes (runner.index of runner.num_workers; monolith
+// cluster starts them): worker i trains the input files k with k % num_workers == i, and
+// the workers find the PS shards through the discovery runner.discovery_type selects
+// (ps/discovery: static ps.addrs, zk, consul, tf_config, mlp). A worker waits, bounded,
+// until every shard is registered and answers, then polls the membership (Follow) and
+// hands changes to its client's SetShards. Worker 0 is the chief: it alone removes a
+// stale barrier, serves the controller, takes the periodic checkpoints, writes the event
+// file, and, once every worker has met the end barrier on PS shard 0 (bounded by
+// runner.chief_timeout_secs), saves and evaluates. Every config key acts or is refused
+// by name: runner fields that do not act here are errors unless left at their defaults.
+//
+// # Evaluate and predict
+//
+// Evaluate and Predict restore a checkpoint of the model directory (Restore) into
+// in-process shards that do not save, after checking it against the model's tables,
+// widths and shard count before any data is read, and run the evaluation's transforms
+// (PredictPipeline adds the rows' line ids and writes them with their predictions).
+//
 // # Summaries and metrics
 //
 // With a model directory the driver writes TensorBoard scalar summaries into an event file

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -92,7 +93,10 @@ func checkApply(t *testing.T, s *Server, req *pspb.ApplyGradientsRequest, resp *
 	tb := s.byName[req.GetTable()]
 	valid := tb != nil && req.GetDimSize() > 0 && int(req.GetDimSize()) == tb.Dim() &&
 		len(req.GetGradients()) == len(req.GetFids())*tb.Dim() &&
-		(len(req.GetLearningRates()) == 0 || len(req.GetLearningRates()) == tb.Segments())
+		(len(req.GetLearningRates()) == 0 || len(req.GetLearningRates()) == tb.Segments()) &&
+		nonFinite(req.GetGradients()) < 0 && nonFinite(req.GetLearningRates()) < 0 &&
+		checkClock(req.GetGlobalStep(), req.GetUpdateTime(), time.Now()) == "" &&
+		len(req.GetRequestId()) <= s.opts.MaxRequestIDBytes
 	if !valid {
 		if resp.StatusCode != 1 || resp.ErrorMessage == "" || resp.NumUpdated != 0 {
 			t.Fatalf("invalid apply answered %v", resp)
