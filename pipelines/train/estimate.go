@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"path/filepath"
-	"regexp"
-	"sort"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,32 +40,13 @@ func (r *Restored) Close() error {
 	return errors.Join(r.Client.Close(), r.PS.Stop())
 }
 
-var shardDirRE = regexp.MustCompile(`^shard-(\d+)-of-(\d+)$`)
-
 // checkpointShards finds the shard folders beside a checkpoint: their count.
 func checkpointShards(root string) (int, error) {
-	ents, err := os.ReadDir(root)
+	dirs, err := checkpoint.ShardDirs(root)
 	if err != nil {
 		return 0, fmt.Errorf("%w %s: %v", ErrCheckpoint, root, err)
 	}
-	counts := map[int]map[int]bool{}
-	for _, e := range ents {
-		m := shardDirRE.FindStringSubmatch(e.Name())
-		if m == nil || !e.IsDir() {
-			continue
-		}
-		i, _ := strconv.Atoi(m[1])
-		n, _ := strconv.Atoi(m[2])
-		if counts[n] == nil {
-			counts[n] = map[int]bool{}
-		}
-		counts[n][i] = true
-	}
-	var ns []int
-	for n := range counts {
-		ns = append(ns, n)
-	}
-	sort.Ints(ns)
+	ns := slices.Sorted(maps.Keys(dirs))
 	switch {
 	case len(ns) == 0:
 		return 0, fmt.Errorf("%w %s: no PS shard folders (shard-I-of-N)", ErrCheckpoint, root)
@@ -76,7 +55,7 @@ func checkpointShards(root string) (int, error) {
 	}
 	n := ns[0]
 	for i := range n {
-		if !counts[n][i] {
+		if dirs[n][i] == "" {
 			return 0, fmt.Errorf("%w %s: shard-%d-of-%d is missing", ErrCheckpoint, root, i, n)
 		}
 	}

@@ -633,3 +633,40 @@ func readFile(dir, name string, size uint64, crc uint32, body func(*tfrecord.Rea
 	}
 	return nil
 }
+
+// shardDirPattern matches the shard folders of a multi-shard checkpoint root.
+var shardDirPattern = regexp.MustCompile(`^shard-(0|[1-9][0-9]*)-of-([1-9][0-9]*)$`)
+
+// ShardDir is the folder of shard's checkpoints under a multi-shard checkpoint root
+// (shard-I-of-N).
+func ShardDir(root string, shard, numShards int) string {
+	return filepath.Join(root, fmt.Sprintf("shard-%d-of-%d", shard, numShards))
+}
+
+// ShardDirs lists the shard-I-of-N folders of root: shard count → shard index → path
+// (the index is not checked against the count). Other names are skipped; a number too
+// large for an int is an error naming the folder, and so is a root that cannot be read
+// (a missing one wraps fs.ErrNotExist).
+func ShardDirs(root string) (map[int]map[int]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", root, err)
+	}
+	out := map[int]map[int]string{}
+	for _, e := range ents {
+		m := shardDirPattern.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		i, err1 := strconv.Atoi(m[1])
+		n, err2 := strconv.Atoi(m[2])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("checkpoint %s: shard folder %q: number out of range", root, e.Name())
+		}
+		if out[n] == nil {
+			out[n] = map[int]string{}
+		}
+		out[n][i] = filepath.Join(root, e.Name())
+	}
+	return out, nil
+}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,10 +14,6 @@ import (
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
-
-// shardPattern matches the shard folders of a multi-shard checkpoint root, as
-// ps/server.ShardDir names them. No leading zeros, so two folders cannot name one shard.
-var shardPattern = regexp.MustCompile(`^shard-(0|[1-9][0-9]*)-of-([1-9][0-9]*)$`)
 
 // Source is a resolved checkpoint: one checkpoint of each shard of a parameter server,
 // and its tables merged over the shards. A Source only names files; reading them
@@ -70,38 +65,24 @@ func Resolve(dir string) (*Source, error) {
 		return nil, fmt.Errorf("%s%w", errPrefix, err)
 	}
 	src := &Source{Path: dir}
-	ents, err := os.ReadDir(dir)
+	dirs, err := checkpoint.ShardDirs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%scheckpoint %w", errPrefix, err)
+		return nil, fmt.Errorf("%s%w", errPrefix, err)
 	}
-	count, first := 0, ""
-	byIndex := map[int]string{}
-	for _, e := range ents {
-		m := shardPattern.FindStringSubmatch(e.Name())
-		if m == nil || !e.IsDir() {
-			continue
-		}
-		i, err1 := strconv.Atoi(m[1])
-		n, err2 := strconv.Atoi(m[2])
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s%s: shard folder %q: number out of range", errPrefix, dir, e.Name())
-		}
-		if count != 0 && n != count {
-			return nil, fmt.Errorf("%s%s: shard folders disagree on the number of shards: %q and %q",
-				errPrefix, dir, first, e.Name())
-		}
-		if i >= n {
-			return nil, fmt.Errorf("%s%s: shard folder %q names a shard out of range", errPrefix, dir, e.Name())
-		}
-		count = n
-		if first == "" {
-			first = e.Name()
-		}
-		byIndex[i] = filepath.Join(dir, e.Name())
+	counts := slices.Sorted(maps.Keys(dirs))
+	if len(counts) > 1 {
+		return nil, fmt.Errorf("%s%s: shard folders disagree on the number of shards: %q and %q",
+			errPrefix, dir, anyName(dirs[counts[0]]), anyName(dirs[counts[1]]))
 	}
-	if count == 0 {
+	if len(counts) == 0 {
 		return nil, fmt.Errorf("%s%s is not a checkpoint: it has no %s (a checkpoint folder), no %s (a checkpoint root) and no shard-I-of-N folders (a multi-shard root)",
 			errPrefix, dir, checkpoint.ManifestName, checkpoint.LatestName)
+	}
+	count, byIndex := counts[0], dirs[counts[0]]
+	for i, p := range byIndex {
+		if i >= count {
+			return nil, fmt.Errorf("%s%s: shard folder %q names a shard out of range", errPrefix, dir, filepath.Base(p))
+		}
 	}
 	var missing []string
 	for i := range count {
@@ -260,4 +241,9 @@ func (t *Table) Files() []string {
 		out[i] = filepath.Join(p.dir, p.ct.GetFile())
 	}
 	return out
+}
+
+// anyName is the folder name of the lowest shard of a listing.
+func anyName(byIndex map[int]string) string {
+	return filepath.Base(byIndex[slices.Min(slices.Collect(maps.Keys(byIndex)))])
 }

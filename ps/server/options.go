@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
+	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
 	"github.com/monolith-go/monolith/schemas/pspb"
@@ -193,7 +193,8 @@ type optionsError struct{ error }
 func (e optionsError) Unwrap() error        { return e.error }
 func (e optionsError) Is(target error) bool { return target == ErrInvalidOptions }
 
-// ShardDir is the folder of shard's checkpoints under a checkpoint directory.
+// ShardDir is the folder of shard's checkpoints under a checkpoint directory
+// (checkpoint.ShardDir).
 func ShardDir(checkpointDir string, shard, numShards int) string {
-	return filepath.Join(checkpointDir, fmt.Sprintf("shard-%d-of-%d", shard, numShards))
+	return checkpoint.ShardDir(checkpointDir, shard, numShards)
 }

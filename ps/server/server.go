@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -179,18 +178,19 @@ func tableSeed(seed uint64, shard, i int) uint64 {
 // another shard count: this shard's folder would be new, and it would start empty over
 // the job's data.
 func checkShardCount(dir string, n int) error {
-	ents, err := os.ReadDir(dir)
+	dirs, err := checkpoint.ShardDirs(dir)
 	if err != nil {
 		return nil // a new directory
 	}
-	for _, e := range ents {
-		var i, m int
-		if _, err := fmt.Sscanf(e.Name(), "shard-%d-of-%d", &i, &m); err != nil || !e.IsDir() || m == n || e.Name() != ShardDir("", i, m) {
+	for m, byIndex := range dirs {
+		if m == n {
 			continue
 		}
-		if _, err := checkpoint.Latest(filepath.Join(dir, e.Name())); err == nil {
-			return fmt.Errorf("%w: checkpoint directory %s holds checkpoints of %d PS shards (%s), but this job has %d; "+
-				"start %d shards, or use another directory", ErrInvalidOptions, dir, m, e.Name(), n, m)
+		for _, p := range byIndex {
+			if _, err := checkpoint.Latest(p); err == nil {
+				return fmt.Errorf("%w: checkpoint directory %s holds checkpoints of %d PS shards (%s), but this job has %d; "+
+					"start %d shards, or use another directory", ErrInvalidOptions, dir, m, filepath.Base(p), n, m)
+			}
 		}
 	}
 	return nil
