@@ -199,12 +199,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", b)
-	return err
+	return json.NewEncoder(stdout).Encode(sum) // one JSON line, as the other commands print
 }
 
 // cluster supervises the children of `monolith cluster`.
@@ -237,13 +232,6 @@ func (cl *cluster) start(name string, args []string, out io.Writer) (*child, err
 	}
 	ch := &child{name: name, log: logPath, done: make(chan struct{})}
 	ch.cmd = exec.Command(cl.exe, args...)
-	// A temp dir of its own: the children's scratch files never meet.
-	tmp := filepath.Join(cl.dir, "tmp", name)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cluster: %s: %w", name, err)
-	}
-	ch.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	ch.cmd.Stdout, ch.cmd.Stderr = f, f
 	if name == "worker-0" { // the chief's progress shows on the cluster's stderr too
 		ch.cmd.Stderr = io.MultiWriter(f, cl.stderr)

@@ -94,12 +94,7 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", b)
-	return err
+	return json.NewEncoder(stdout).Encode(sum) // one JSON line, as the other commands print
 }
 
 // runPredict is `monolith predict`: a checkpoint plus data → one prediction per row, with

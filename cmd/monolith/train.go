@@ -168,10 +168,5 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sum.Plots = files
 	}
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", b)
-	return err
+	return json.NewEncoder(stdout).Encode(sum) // one JSON line, as the other commands print
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func TestEvaluateAndPredictFromCheckpoint(t *testing.T) {
 	}
 }
 
-func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 // TestCheckpointErrors: a missing or mismatching checkpoint fails evaluate and predict
 // before any data is read (the inputs do not exist), naming the checkpoint and the table.
