@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/monolith-go/monolith/pipelines/train/ckptstate"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/client"
@@ -118,11 +116,7 @@ func Restore(ctx context.Context, c *Config, ckpt string, o Options) (*Restored,
 	if err := matchTables(path, folders[0], pr); err != nil {
 		return nil, err
 	}
-	reg := o.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	m, err := NewMetrics(reg)
+	m, err := NewMetrics(o.Registry)
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,12 @@ type Metrics struct {
 	aucRows  int64                  // rows in trainAUC
 }
 
-// NewMetrics registers a job's metrics on reg, or takes over those registered before.
+// NewMetrics registers a job's metrics on reg, or takes over those registered before; a
+// nil reg is a private registry.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	if reg == nil || reg == (*prometheus.Registry)(nil) {
+		reg = prometheus.NewRegistry()
+	}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}

@@ -238,11 +238,7 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	reg := o.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	m, err := NewMetrics(reg)
+	m, err := NewMetrics(o.Registry)
 	if err != nil {
 		return nil, err
 	}
