@@ -445,8 +445,9 @@ func (c *Config) resolveDiscovery() error {
 	}
 	needs := map[string]string{"zk_server": runconfig.DiscoveryZK, "deep_insight_name": runconfig.DiscoveryZK,
 		"tf_config": runconfig.DiscoveryTFConfig, "uuid": runconfig.DiscoveryConsul}
+	changed := r.Changed()
 	for _, k := range []string{"zk_server", "deep_insight_name", "tf_config", "uuid"} {
-		if slices.Contains(r.Changed(), k) && d != needs[k] {
+		if slices.Contains(changed, k) && d != needs[k] {
 			return fmt.Errorf("%w: runner.%s acts with runner.discovery_type %s, not %q", ErrConfig, k, needs[k], d)
 		}
 	}

@@ -81,21 +81,22 @@ func predictionEncoder(format string) (func(w *bytes.Buffer, sc model.Scores) er
 	return nil, fmt.Errorf("%w: prediction format %q (want %s)", ErrConfig, format, strings.Join(PredictionFormats, " or "))
 }
 
-// lineIDOf decodes row r's serialized LineId (empty when the rows carry none).
-func lineIDOf(sc model.Scores, r int) (*matrixpb.LineId, error) {
-	id := &matrixpb.LineId{}
+// lineIDOf decodes row r's serialized LineId into id (reset first; empty when the rows
+// carry none).
+func lineIDOf(sc model.Scores, r int, id *matrixpb.LineId) error {
+	proto.Reset(id)
 	if r < len(sc.LineIDs) && len(sc.LineIDs[r]) > 0 {
 		if err := proto.Unmarshal(sc.LineIDs[r], id); err != nil {
-			return nil, fmt.Errorf("row %d: line id: %w", r, err)
+			return fmt.Errorf("row %d: line id: %w", r, err)
 		}
 	}
-	return id, nil
+	return nil
 }
 
 func writeJSONLines(w *bytes.Buffer, sc model.Scores) error {
+	id := &matrixpb.LineId{}
 	for r, p := range sc.Preds {
-		id, err := lineIDOf(sc, r)
-		if err != nil {
+		if err := lineIDOf(sc, r, id); err != nil {
 			return err
 		}
 		js, err := protojson.Marshal(id)
@@ -117,18 +118,23 @@ func writeJSONLines(w *bytes.Buffer, sc model.Scores) error {
 
 func writeTFRecords(w *bytes.Buffer, sc model.Scores) error {
 	tw := tfrecord.NewWriter(w)
+	// One Example, refilled per row: it is marshalled before the next row.
+	pred := &examplepb.FloatList{Value: make([]float32, 1)}
+	ex := &examplepb.Example{LineId: &matrixpb.LineId{}, NamedFeature: []*examplepb.NamedFeature{{Name: "prediction",
+		Feature: &examplepb.Feature{Type: &examplepb.Feature_FloatList{FloatList: pred}}}}}
+	label := make([]float32, 1)
+	var b []byte
 	for r, p := range sc.Preds {
-		id, err := lineIDOf(sc, r)
-		if err != nil {
+		if err := lineIDOf(sc, r, ex.LineId); err != nil {
 			return err
 		}
-		ex := &examplepb.Example{LineId: id, NamedFeature: []*examplepb.NamedFeature{{Name: "prediction",
-			Feature: &examplepb.Feature{Type: &examplepb.Feature_FloatList{FloatList: &examplepb.FloatList{Value: []float32{p}}}}}}}
+		pred.Value[0], ex.Label = p, nil
 		if r < len(sc.Labels) {
-			ex.Label = []float32{sc.Labels[r]}
+			label[0] = sc.Labels[r]
+			ex.Label = label
 		}
-		b, err := proto.Marshal(ex)
-		if err != nil {
+		var err error
+		if b, err = (proto.MarshalOptions{}).MarshalAppend(b[:0], ex); err != nil {
 			return err
 		}
 		if err := tw.Write(b); err != nil {

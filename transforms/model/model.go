@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -176,13 +175,21 @@ func (f *predictFn) StartBundle(ctx context.Context, _ func(Scores)) error {
 			if err != nil || !f.LineIDs {
 				return sc, err
 			}
+			// One buffer for the batch's line ids (they alias the batch until copied).
 			sc.LineIDs = make([][]byte, len(sc.Preds))
+			size := 0
 			for r := range sc.LineIDs {
 				b, err := batch.LineIDBytes(in.Batch, r)
 				if err != nil {
 					return Scores{}, fmt.Errorf("transforms/model: line id of row %d: %w", r, err)
 				}
-				sc.LineIDs[r] = bytes.Clone(b)
+				sc.LineIDs[r], size = b, size+len(b)
+			}
+			buf := make([]byte, 0, size)
+			for r, b := range sc.LineIDs {
+				start := len(buf)
+				buf = append(buf, b...)
+				sc.LineIDs[r] = buf[start:len(buf):len(buf)]
 			}
 			return sc, nil
 		})
