@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	job := fs.String("job", "monolith", "the job's name (ZooKeeper folder /monolith/NAME)")
 	grace := fs.Duration("stop-grace", 10*time.Second, "how long children get to stop after SIGTERM before SIGKILL")
 	startWait := fs.Duration("start-wait", 60*time.Second, "how long a PS shard gets to start listening")
+	psRestarts := fs.Int("ps-restarts", 3, "with --discovery zk, how many times a PS shard that dies is restarted (on a new port; it restores its last checkpoint and registers its new address, and the workers wait for it); 0 ends the run instead")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith cluster --config FILE [flags] [-- worker flags]\n\n"+
 			"Runs a training job as N worker processes and M PS processes on this machine\n"+
@@ -57,8 +59,8 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch {
 	case *cfgPath == "":
 		return fmt.Errorf("%w: cluster needs --config FILE", errUsage)
-	case *workers < 1 || *numPS < 1:
-		return fmt.Errorf("%w: --workers %d and --ps %d must be ≥ 1", errUsage, *workers, *numPS)
+	case *workers < 1 || *numPS < 1 || *psRestarts < 0:
+		return fmt.Errorf("%w: --workers %d and --ps %d must be ≥ 1, --ps-restarts %d ≥ 0", errUsage, *workers, *numPS, *psRestarts)
 	case *disc != "static" && *disc != "zk":
 		return fmt.Errorf("%w: --discovery %q: cluster runs static or zk", errUsage, *disc)
 	}
@@ -115,7 +117,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		*zk = zs.Addr()
 		fmt.Fprintf(stderr, "cluster: ZooKeeper at %s\n", *zk)
 	}
-	cl := &cluster{exe: exe, dir: dir, grace: *grace, stderr: stderr, exited: make(chan *child, *numPS+*workers)}
+	cl := &cluster{exe: exe, dir: dir, grace: *grace, stderr: stderr, exited: make(chan *child, *numPS*(1+*psRestarts)+*workers)}
 	defer cl.stopAll()
 
 	// The shards, each writing its address once it listens (and has registered).
@@ -124,20 +126,23 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		discArgs = append(discArgs, "--zk", *zk, "--job", *job)
 	}
 	addrs := make([]string, *numPS)
+	psArgs := make([][]string, *numPS)
+	shards := make([]*child, *numPS)
 	for i := range *numPS {
 		args := []string{"ps", "--shard", strconv.Itoa(i), "--num-shards", strconv.Itoa(*numPS), "--tables", tablesFile,
-			"--listen", "127.0.0.1:0", "--addr-file", filepath.Join(dir, fmt.Sprintf("ps-%d.addr", i)),
+			"--listen", "127.0.0.1:0", "--addr-file", cl.addrFile(i),
 			"--seed", strconv.FormatUint(c.PS.Seed, 10), "--keep-checkpoints", strconv.Itoa(c.Checkpoint.Keep)}
 		if c.Checkpoint.Dir != "" {
 			args = append(args, "--checkpoint-dir", c.Checkpoint.Dir)
 		}
-		args = append(args, discArgs...)
-		if _, err := cl.start(fmt.Sprintf("ps-%d", i), args, nil); err != nil {
+		psArgs[i] = append(args, discArgs...)
+		_ = os.Remove(cl.addrFile(i)) // an earlier run's
+		if shards[i], err = cl.start(fmt.Sprintf("ps-%d", i), psArgs[i], nil); err != nil {
 			return err
 		}
 	}
 	for i := range *numPS {
-		if addrs[i], err = cl.waitAddr(ctx, i, *startWait); err != nil {
+		if addrs[i], err = cl.waitAddr(ctx, shards[i], i, *startWait); err != nil {
 			return err
 		}
 	}
@@ -175,9 +180,10 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	// Wait for the workers; a child that fails (a worker, or a shard at any time) stops the
-	// cluster.
+	// Wait for the workers. A worker that fails stops the cluster; so does a shard that
+	// dies, unless discovery can tell the workers where its restart listens.
 	left := *workers
+	restarts := make([]int, *numPS)
 	for left > 0 {
 		select {
 		case <-ctx.Done():
@@ -185,8 +191,24 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			cl.stopAll()
 			return ctx.Err()
 		case ch := <-cl.exited:
-			if ch.err != nil || strings.HasPrefix(ch.name, "ps-") {
-				return fmt.Errorf("cluster: %s exited (%v) while training ran; its log %s ends:\n%s", ch.name, ch.err, ch.log, tail(ch.log, 20))
+			i := slices.Index(shards, ch)
+			if i >= 0 && *disc == "zk" && restarts[i] < *psRestarts {
+				restarts[i]++
+				fmt.Fprintf(stderr, "cluster: %s exited (%v) while training ran: restarting it on a new port (restart %d of %d); it restores its last checkpoint, and the workers wait for its new address in ZooKeeper\n",
+					ch.name, ch.err, restarts[i], *psRestarts)
+				cl.forget(ch)
+				_ = os.Remove(cl.addrFile(i))
+				if shards[i], err = cl.start(ch.name, psArgs[i], nil); err != nil {
+					return err
+				}
+				continue
+			}
+			if ch.err != nil || i >= 0 {
+				hint := ""
+				if i >= 0 && *disc == "static" {
+					hint = " (with --discovery zk the cluster restarts a shard that dies)"
+				}
+				return fmt.Errorf("cluster: %s exited (%v) while training ran%s; its log %s ends:\n%s", ch.name, ch.err, hint, ch.log, tail(ch.log, 20))
 			}
 			left--
 		}
@@ -208,7 +230,8 @@ type cluster struct {
 	dir      string
 	grace    time.Duration
 	stderr   io.Writer
-	children []*child
+	children []*child // running or stopped ones; a restarted child's predecessor is forgotten
+	started  []string // the names ever started
 	exited   chan *child
 	stopped  bool
 }
@@ -226,7 +249,11 @@ type child struct {
 // <dir>/<name>.log.
 func (cl *cluster) start(name string, args []string, out io.Writer) (*child, error) {
 	logPath := filepath.Join(cl.dir, name+".log")
-	f, err := os.Create(logPath)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if slices.Contains(cl.started, name) { // a restart: its log goes on
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(logPath, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", name, err)
 	}
@@ -248,6 +275,7 @@ func (cl *cluster) start(name string, args []string, out io.Writer) (*child, err
 		return nil, fmt.Errorf("cluster: start %s: %w", name, err)
 	}
 	cl.children = append(cl.children, ch)
+	cl.started = append(cl.started, name)
 	go func() {
 		ch.err = ch.cmd.Wait()
 		f.Close()
@@ -257,10 +285,18 @@ func (cl *cluster) start(name string, args []string, out io.Writer) (*child, err
 	return ch, nil
 }
 
-// waitAddr waits for shard i's address file.
-func (cl *cluster) waitAddr(ctx context.Context, i int, wait time.Duration) (string, error) {
-	path := filepath.Join(cl.dir, fmt.Sprintf("ps-%d.addr", i))
-	ch := cl.children[i]
+// forget drops a dead child that a restart replaces, so stopAll neither waits for it nor
+// reports its death.
+func (cl *cluster) forget(ch *child) {
+	cl.children = slices.DeleteFunc(cl.children, func(c *child) bool { return c == ch })
+}
+
+// addrFile is where shard i writes its address once it listens.
+func (cl *cluster) addrFile(i int) string { return filepath.Join(cl.dir, fmt.Sprintf("ps-%d.addr", i)) }
+
+// waitAddr waits for shard i's (child ch's) address file.
+func (cl *cluster) waitAddr(ctx context.Context, ch *child, i int, wait time.Duration) (string, error) {
+	path := cl.addrFile(i)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)

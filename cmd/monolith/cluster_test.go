@@ -449,3 +449,110 @@ func TestClusterChildFails(t *testing.T) {
 		t.Errorf("children left running: %v", left)
 	}
 }
+
+// TestClusterSurvivesPSKill: a PS shard killed with SIGKILL mid-training in a `monolith
+// cluster --discovery zk` run is restarted on another port, restores its last checkpoint
+// and registers its new address; the workers wait for it, follow it there and finish, and
+// the model still reaches the Bayes AUC within 0.02. Shard 0 also holds the global step
+// and the training barrier, which the workers join again.
+func TestClusterSurvivesPSKill(t *testing.T) {
+	t.Setenv(envTestMain, "1")
+	for _, shard := range []int{1, 0} { // 0 also holds the global step and the barriers
+		t.Run("shard"+strconv.Itoa(shard), func(t *testing.T) { clusterSurvivesPSKill(t, shard) })
+	}
+}
+
+func clusterSurvivesPSKill(t *testing.T, shard int) {
+	dir := t.TempDir()
+	const rows, epochs = 200000, 5
+	cfg := clusterData(t, dir, rows, epochs)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("checkpoint: {dir: ckpt}"), []byte("checkpoint: {dir: ckpt, every_steps: 200}"), 1)
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var so, se syncbuf.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"cluster", "--config", cfg, "--workers", "2", "--ps", "2", "--discovery", "zk", "--job", "killjob"}, &so, &se)
+	}()
+	t.Cleanup(func() {
+		for _, pid := range procsWith(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	logDir := filepath.Join(dir, "ckpt", "cluster")
+	addrFile := filepath.Join(logDir, fmt.Sprintf("ps-%d.addr", shard))
+	// Once the shard has a checkpoint, kill it.
+	var victim int
+	var oldAddr []byte
+	deadline := time.Now().Add(2 * time.Minute)
+	for victim == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the cluster ended (%v) before shard %d checkpointed:\n%s", err, shard, se.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shard %d wrote no checkpoint in 2 min:\n%s", shard, se.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+		if _, err := os.Stat(filepath.Join(dir, "ckpt", fmt.Sprintf("shard-%d-of-2", shard), "LATEST")); err != nil {
+			continue
+		}
+		oldAddr, _ = os.ReadFile(addrFile)
+		for _, pid := range procsWith(dir) {
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if bytes.Contains(cmdline, []byte(fmt.Sprintf("\x00ps\x00--shard\x00%d\x00", shard))) {
+				victim = pid
+			}
+		}
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed shard %d (pid %d, %s)", shard, victim, bytes.TrimSpace(oldAddr))
+	if err := <-done; err != nil {
+		t.Fatalf("cluster after the kill: %v\n%s", err, se.String())
+	}
+	s := decodeSummary(t, so.String())
+	newAddr, _ := os.ReadFile(addrFile)
+	t.Logf("eval AUC %s, Bayes %s; shard %d back at %s", fmtPtr(s.EvalAUC), fmtPtr(s.BayesAUC), shard, bytes.TrimSpace(newAddr))
+	if s.EvalAUC == nil || s.BayesAUC == nil || *s.EvalAUC < *s.BayesAUC-0.02 {
+		t.Errorf("eval AUC %s, want ≥ Bayes %s − 0.02\n%s", fmtPtr(s.EvalAUC), fmtPtr(s.BayesAUC), so.String())
+	}
+	if s.Examples != rows*epochs {
+		t.Errorf("%d examples trained, want %d: the workers lost data on the way", s.Examples, rows*epochs)
+	}
+	if !strings.Contains(se.String(), fmt.Sprintf("cluster: ps-%d exited (signal: killed) while training ran: restarting it on a new port", shard)) {
+		t.Errorf("the cluster did not say it restarts shard %d:\n%s", shard, se.String())
+	}
+	if len(bytes.TrimSpace(newAddr)) == 0 || bytes.Equal(newAddr, oldAddr) {
+		t.Errorf("shard %d at %q before the kill and %q after: want a new address", shard, oldAddr, newAddr)
+	}
+	ps1, _ := os.ReadFile(filepath.Join(logDir, fmt.Sprintf("ps-%d.log", shard)))
+	if !strings.Contains(string(ps1), "restored") {
+		t.Errorf("the restarted shard %d restored no checkpoint; its log:\n%s", shard, ps1)
+	}
+	var moved bool
+	var wlogs []byte
+	for _, w := range []string{"worker-0.log", "worker-1.log"} {
+		b, _ := os.ReadFile(filepath.Join(logDir, w))
+		moved = moved || strings.Contains(string(b), "PS shard moved")
+		wlogs = append(wlogs, b...)
+	}
+	if os.Getenv("SHOWLOGS") != "" {
+		t.Logf("%s", wlogs)
+	}
+	if !moved {
+		t.Errorf("no worker logged following shard %d to its new address:\n%s", shard, wlogs)
+	}
+	if left := procsWith(dir); len(left) > 0 {
+		t.Errorf("children still running: %v", left)
+	}
+}

@@ -154,9 +154,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if show {
 		o.Progress = stderr
 	}
-	if *verbose {
-		o.Logger = logger(stderr, true)
-	}
+	o.Logger = logger(stderr, *verbose) // warnings always: what a worker waits for, a PS shard that moved
 	sum, err := train.Run(ctx, c, o)
 	if err != nil {
 		return err

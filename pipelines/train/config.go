@@ -87,6 +87,10 @@ type Config struct {
 		Shards int      `json:"shards"`
 		Addrs  []string `json:"addrs"`
 		Seed   uint64   `json:"seed"` // in-process servers' initializer seed
+		// UnavailableWaitSecs is how long a call to a shard that does not answer keeps
+		// retrying (default 60): a shard restarting, or restarted on another address that
+		// discovery has yet to name. Past it the run fails naming the shard.
+		UnavailableWaitSecs int `json:"unavailable_wait_secs"`
 	} `json:"ps"`
 	// Checkpoint: the PS saves every EverySteps global steps and at the end of training.
 	// In-process servers restore the newest checkpoint under Dir when they start.
@@ -328,6 +332,12 @@ func (c *Config) Normalize() error {
 	}
 	if c.Checkpoint.SaveTimeoutSecs == 0 {
 		c.Checkpoint.SaveTimeoutSecs = 600
+	}
+	if c.PS.UnavailableWaitSecs == 0 {
+		c.PS.UnavailableWaitSecs = 60
+	}
+	if c.PS.UnavailableWaitSecs < 0 {
+		return fmt.Errorf("%w: ps.unavailable_wait_secs %d must be > 0", ErrConfig, c.PS.UnavailableWaitSecs)
 	}
 	if c.Checkpoint.SaveTimeoutSecs < 0 {
 		return fmt.Errorf("%w: checkpoint.save_timeout_secs %d must be > 0", ErrConfig, c.Checkpoint.SaveTimeoutSecs)

@@ -93,6 +93,7 @@ var keyCases = []struct {
 	{"ps.shards", "", "ps: {shards: 3}\n"},
 	{"ps.addrs", "", "ps: {addrs: ['127.0.0.1:1']}\n"},
 	{"ps.seed", "", "ps: {seed: 7}\n"},
+	{"ps.unavailable_wait_secs", "", "ps: {unavailable_wait_secs: 5}\n"},
 	{"checkpoint.dir", "", "checkpoint: {dir: m}\n"},
 	{"checkpoint.every_steps", "", "checkpoint: {every_steps: 10}\n"},
 	{"checkpoint.keep", "", "checkpoint: {keep: 9}\n"},

@@ -39,6 +39,9 @@ type Job struct {
 	// SaveTimeout bounds each shard's save (checkpoint.save_timeout_secs; zero: the
 	// client's default).
 	SaveTimeout time.Duration
+	// UnavailableWait is how long a PS call retries a shard that does not answer
+	// (ps.unavailable_wait_secs; zero: only the retries).
+	UnavailableWait time.Duration
 }
 
 // ModelSpec is the job's model as transforms/model takes it.
@@ -54,6 +57,9 @@ func (j *Job) clientOptions() []client.Option {
 	}
 	if j.SaveTimeout > 0 {
 		o = append(o, client.WithSaveTimeout(j.SaveTimeout))
+	}
+	if j.UnavailableWait > 0 {
+		o = append(o, client.WithUnavailableWait(j.UnavailableWait))
 	}
 	if j.CallTimeout > 0 {
 		o = append(o, client.WithCallTimeout(j.CallTimeout))

@@ -134,7 +134,8 @@ func Prepare(c *Config) (*Prepared, error) {
 	read.RowsPerBatch = c.BatchSize
 	j := Job{Kernels: k, Model: c.Model, Bias: c.Layouts.Bias, Vec: c.Layouts.Vec, Hidden: c.Hidden,
 		MaxSteps: c.MaxSteps, Parallelism: c.Threads, Read: read, Ops: c.Ops(),
-		SaveTimeout: time.Duration(c.Checkpoint.SaveTimeoutSecs) * time.Second}
+		SaveTimeout:     time.Duration(c.Checkpoint.SaveTimeoutSecs) * time.Second,
+		UnavailableWait: time.Duration(c.PS.UnavailableWaitSecs) * time.Second}
 	params, err := modelParams(j.ModelSpec(), &j)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
@@ -297,7 +298,7 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	j.ConnectRetries, j.RetryBackoff = c.Runner.Retry()
 	j.CallTimeout = time.Duration(c.Runner.MaxRPCDeadlineMillis) * time.Millisecond
 	j.RunID = newRunID()
-	ps, err := client.New(addrs, append(j.clientOptions(), client.WithMetrics(m.PS))...)
+	ps, err := client.New(addrs, append(j.clientOptions(), client.WithMetrics(m.PS), client.WithLogger(logger))...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -39,7 +40,9 @@ type options struct {
 	dialTimeout, callTimeout time.Duration
 	saveTimeout              time.Duration
 	retries                  int
+	unavailableWait          time.Duration
 	backoff, maxBackoff      time.Duration
+	log                      *slog.Logger
 	maxMsg                   int
 	dialOpts                 []grpc.DialOption
 	metrics                  *Metrics
@@ -62,6 +65,17 @@ func WithSaveTimeout(d time.Duration) Option { return func(o *options) { o.saveT
 // WithRetries sets how many times an RPC failing with codes.Unavailable is retried
 // (default 3). No other failure is retried.
 func WithRetries(n int) Option { return func(o *options) { o.retries = n } }
+
+// WithUnavailableWait keeps retrying a shard that answers codes.Unavailable until d has
+// passed since the call's first attempt, however many retries that takes (default 0:
+// only the retries of WithRetries). Every retry goes to the shard's current address, so
+// a shard restarted elsewhere is reached as soon as SetShards names it (discovery's
+// Follow); d bounds how long a call waits for that.
+func WithUnavailableWait(d time.Duration) Option { return func(o *options) { o.unavailableWait = d } }
+
+// WithLogger logs what a call waits for: a shard that stopped answering, its new address,
+// its recovery (default: no log).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithBackoff sets the first retry delay and its cap; the delay doubles per retry
 // (defaults 50 ms and 2 s).
@@ -116,12 +130,15 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 		opt(&o)
 	}
 	switch {
-	case o.dialTimeout < 0, o.callTimeout < 0, o.saveTimeout < 0, o.backoff < 0, o.maxBackoff < 0:
+	case o.dialTimeout < 0, o.callTimeout < 0, o.saveTimeout < 0, o.backoff < 0, o.maxBackoff < 0, o.unavailableWait < 0:
 		return nil, &InvalidConfigError{Msg: "negative timeout or backoff"}
 	case o.retries < 0:
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("retries %d is negative", o.retries)}
 	case o.maxMsg <= 0:
 		return nil, &InvalidConfigError{Msg: fmt.Sprintf("max message bytes %d, want > 0", o.maxMsg)}
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{opts: o}
 	set, err := c.newSet(addrs, nil)
@@ -281,7 +298,9 @@ func (c *Client) Close() error {
 }
 
 // call runs one RPC on shard k of set with the per-attempt timeout, retrying
-// codes.Unavailable with exponential backoff. Timeouts become *TimeoutError (inside an
+// codes.Unavailable with exponential backoff: WithRetries times, or for as long as
+// WithUnavailableWait allows. A retry goes to shard k's current address when SetShards
+// changed it (same number of shards). Timeouts become *TimeoutError (inside an
 // *RPCError); other failures *RPCError.
 func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int, timeout time.Duration,
 	f func(context.Context, pspb.ParameterServerClient) (T, error),
@@ -290,18 +309,30 @@ func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int
 	start := time.Now()
 	defer func() { c.opts.metrics.observe(op, start, err) }()
 	cn := set.conns[k]
-	if cn.cc == nil {
-		return zero, &RPCError{Op: op, Shard: k, Err: status.Errorf(codes.Unavailable, "shard %d has no address", k)}
-	}
+	var held *shardSet // a newer membership a retry moved to
+	defer func() {
+		if held != nil {
+			held.release()
+		}
+	}()
 	delay := c.opts.backoff
 	for attempt := 0; ; attempt++ {
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, timeout)
+		var resp T
+		var err error
+		if cn.cc == nil {
+			err = status.Errorf(codes.Unavailable, "shard %d has no address", k)
+		} else {
+			actx, cancel := ctx, context.CancelFunc(func() {})
+			if timeout > 0 {
+				actx, cancel = context.WithTimeout(ctx, timeout)
+			}
+			resp, err = f(actx, cn.stub)
+			cancel()
 		}
-		resp, err := f(actx, cn.stub)
-		cancel()
 		if err == nil {
+			if attempt > c.opts.retries {
+				c.opts.log.Warn("PS shard answers again", "shard", k, "addr", cn.addr, "op", op, "after", time.Since(start).Round(time.Millisecond))
+			}
 			return resp, nil
 		}
 		code := status.Code(err)
@@ -314,11 +345,23 @@ func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int
 		if code == codes.DeadlineExceeded {
 			return zero, &RPCError{Op: op, Shard: k, Err: &TimeoutError{Op: op, After: timeout}}
 		}
-		if code != codes.Unavailable || attempt >= c.opts.retries {
+		waited := time.Since(start)
+		if code != codes.Unavailable || attempt >= c.opts.retries && waited >= c.opts.unavailableWait {
+			if code == codes.Unavailable && attempt > 0 {
+				err = fmt.Errorf("%w (gave up after %d retries in %v)", err, attempt, waited.Round(time.Millisecond))
+			}
 			return zero, &RPCError{Op: op, Shard: k, Err: err}
 		}
+		if attempt == c.opts.retries {
+			c.opts.log.Warn("PS shard unavailable: waiting for it to come back or for discovery to name its new address",
+				"shard", k, "addr", cn.addr, "op", op, "err", status.Convert(err).Message(), "wait", c.opts.unavailableWait)
+		}
 		c.opts.metrics.retried(op)
-		t := time.NewTimer(delay)
+		sleep := delay
+		if attempt >= c.opts.retries { // past the retries, waiting: do not sleep past the wait
+			sleep = max(min(delay, c.opts.unavailableWait-waited), time.Millisecond)
+		}
+		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -326,6 +369,18 @@ func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int
 		case <-t.C:
 		}
 		delay = min(2*delay, c.opts.maxBackoff)
+		// The next attempt goes where the current membership says shard k is.
+		if ns, aerr := c.acquire(); aerr == nil {
+			if len(ns.conns) == len(set.conns) && ns.conns[k] != cn {
+				c.opts.log.Warn("PS shard moved: retrying at its new address", "shard", k, "from", cn.addr, "to", ns.conns[k].addr, "op", op)
+				if held != nil {
+					held.release()
+				}
+				held, cn = ns, ns.conns[k]
+			} else {
+				ns.release()
+			}
+		}
 	}
 }
 

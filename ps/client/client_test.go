@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/monolith-go/monolith/internal/syncbuf"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/server"
 	"github.com/monolith-go/monolith/ps/table"
@@ -389,7 +390,7 @@ func TestRetriesUnavailableOnly(t *testing.T) {
 	if _, err := c2.HealthCheck(ctx(t), "gpu"); status.Code(err) != codes.NotFound || calls.Load() != 1 {
 		t.Fatalf("NotFound: %v after %d calls", err, calls.Load())
 	}
-	// A shard without an address fails at once.
+	// A shard without an address is Unavailable once the retries are spent.
 	c3 := newClient(t, []string{live.srv.Addr(), ""})
 	if _, err := c3.GetStatsShard(ctx(t), 1, false); status.Code(err) != codes.Unavailable {
 		t.Fatalf("missing shard: %v", err)
@@ -524,6 +525,71 @@ func TestShardKilledAndRestarted(t *testing.T) {
 		if !slices.Equal(got[i*4:(i+1)*4], want[i*4:(i+1)*4]) {
 			t.Fatalf("fid %d: %v, want %v", f, got[i*4:(i+1)*4], want[i*4:(i+1)*4])
 		}
+	}
+}
+
+// TestCallWaitsForMovedShard: with WithUnavailableWait, a call to a killed shard keeps
+// retrying, follows SetShards to the shard's new address and succeeds there, logging what
+// it waits for; past the wait it fails naming how long it tried.
+func TestCallWaitsForMovedShard(t *testing.T) {
+	dir := t.TempDir()
+	s0, s1 := startShard(t, 0, 2, dir), startShard(t, 1, 2, dir)
+	var logs syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	c := newClient(t, []string{s0.srv.Addr(), s1.srv.Addr()}, client.WithUnavailableWait(30*time.Second),
+		client.WithBackoff(5*time.Millisecond, 50*time.Millisecond), client.WithLogger(log))
+	fids := []int64{1, 2, 3}
+	grads := []float32{1, 1, 1, 1, 1, 1}
+	if _, err := c.ApplyGradients(ctx(t), "sgd", 2, fids, grads, nil, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Save(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	s1.srv.Close()
+	done := make(chan error, 1)
+	var got *client.LookupResult
+	go func() {
+		var err error
+		got, err = c.Lookup(ctx(t), "sgd", 2, fids, client.LookupOptions{})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "PS shard unavailable") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line saying what the call waits for:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the lookup ended (%v) while its shard was down", err)
+	default:
+	}
+	s1b := startShard(t, 1, 2, dir) // restarted elsewhere: a new port, its checkpoint restored
+	if err := c.SetShards([]string{s0.srv.Addr(), s1b.srv.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("lookup across the restart: %v\n%s", err, logs.String())
+	}
+	if want := []float32{-0.1, -0.1, -0.1, -0.1, -0.1, -0.1}; !slices.Equal(got.Embeddings, want) {
+		t.Errorf("rows %v, want %v (the saved update on both shards)", got.Embeddings, want)
+	}
+	for _, w := range []string{"PS shard moved", "to=" + s1b.srv.Addr(), "PS shard answers again"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("log lacks %q:\n%s", w, logs.String())
+		}
+	}
+
+	// Past the wait, the call fails and says how long it tried.
+	s1b.srv.Close()
+	c2 := newClient(t, []string{s0.srv.Addr(), s1b.srv.Addr()}, client.WithUnavailableWait(300*time.Millisecond),
+		client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))
+	start := time.Now()
+	_, err := c2.Lookup(ctx(t), "sgd", 2, fids, client.LookupOptions{})
+	if took := time.Since(start); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "gave up after") || took < 300*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("dead shard with a 300 ms wait: %v after %v", err, took)
 	}
 }
 

@@ -33,6 +33,8 @@ type TrainingBarrier struct{ c *Client }
 // TrainingBarrier returns the training barrier of the client's shard 0.
 func (c *Client) TrainingBarrier() *TrainingBarrier { return &TrainingBarrier{c: c} }
 
+// do sends one request; a worker index shard 0 does not know (it restarted since the
+// worker joined) is an error wrapping pause.ErrNotJoined.
 func (b *TrainingBarrier) do(ctx context.Context, req *pspb.TrainingBarrierRequest, timeout time.Duration) (*pspb.TrainingBarrierResponse, error) {
 	set, err := b.c.acquire()
 	if err != nil {
@@ -42,9 +44,13 @@ func (b *TrainingBarrier) do(ctx context.Context, req *pspb.TrainingBarrierReque
 	if err := b.c.checkShard(set, 0); err != nil {
 		return nil, err
 	}
-	return call(ctx, b.c, set, "TrainingBarrier", 0, timeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.TrainingBarrierResponse, error) {
+	r, err := call(ctx, b.c, set, "TrainingBarrier", 0, timeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.TrainingBarrierResponse, error) {
 		return s.TrainingBarrier(ctx, req)
 	})
+	if status.Code(errors.Unwrap(err)) == codes.FailedPrecondition {
+		return nil, fmt.Errorf("ps/client: training barrier: worker index %d: %w (%v)", req.GetIndex(), pause.ErrNotJoined, err)
+	}
+	return r, err
 }
 
 func pauseStatus(r *pspb.TrainingBarrierResponse) pause.Status {

@@ -20,6 +20,10 @@ import (
 // ErrAlreadyPlaced reports a barrier placed twice.
 var ErrAlreadyPlaced = errors.New("barrier is placed already")
 
+// ErrNotJoined reports a worker index that has not joined, for example because the
+// barrier's PS shard restarted since: the worker joins again.
+var ErrNotJoined = errors.New("not joined")
+
 // Status is a snapshot of the barrier.
 type Status struct {
 	Placed bool
@@ -85,7 +89,7 @@ func (b *Barrier) Leave(i int) error {
 // check reports an index that is not a joined worker. b.mu is held.
 func (b *Barrier) check(i int) error {
 	if i < 0 || i >= len(b.slots) || b.slots[i] == free {
-		return fmt.Errorf("pause: worker index %d has not joined the barrier (%d slots)", i, len(b.slots))
+		return fmt.Errorf("pause: worker index %d has %w the barrier (%d slots)", i, ErrNotJoined, len(b.slots))
 	}
 	return nil
 }

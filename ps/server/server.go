@@ -627,8 +627,8 @@ func (s *Server) withBarrier(r *pspb.GlobalStepResponse) *pspb.GlobalStepRespons
 const maxBarrierHold = time.Minute
 
 // TrainingBarrier serves the training barrier (package pause): PLACE answers
-// ALREADY_EXISTS when it is placed, LEAVE and WAIT an index that has not joined
-// INVALID_ARGUMENT; a WAIT holds the call for timeout_ms (at most a minute) or until the
+// ALREADY_EXISTS when it is placed, LEAVE and WAIT an index that has not joined (a
+// worker of the server's previous life, after a restart) FAILED_PRECONDITION; a WAIT holds the call for timeout_ms (at most a minute) or until the
 // barrier is removed or the server stops.
 func (s *Server) TrainingBarrier(ctx context.Context, req *pspb.TrainingBarrierRequest) (*pspb.TrainingBarrierResponse, error) {
 	resp := &pspb.TrainingBarrierResponse{}
@@ -640,7 +640,7 @@ func (s *Server) TrainingBarrier(ctx context.Context, req *pspb.TrainingBarrierR
 		s.log.Debug("training barrier: worker joined", "index", resp.Index)
 	case pspb.TrainingBarrierRequest_LEAVE:
 		if err := s.pause.Leave(int(req.GetIndex())); err != nil {
-			return nil, status.Error(codes.InvalidArgument, "ps/server: "+err.Error())
+			return nil, status.Error(codes.FailedPrecondition, "ps/server: "+err.Error())
 		}
 	case pspb.TrainingBarrierRequest_PLACE:
 		if err := s.pause.Place(req.GetAction()); err != nil {
@@ -662,7 +662,7 @@ func (s *Server) TrainingBarrier(ctx context.Context, req *pspb.TrainingBarrierR
 			}
 		}()
 		if _, _, err := s.pause.Wait(ctx, int(req.GetIndex()), hold); err != nil {
-			return nil, status.Error(codes.InvalidArgument, "ps/server: "+err.Error())
+			return nil, status.Error(codes.FailedPrecondition, "ps/server: "+err.Error())
 		}
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "ps/server: unknown training barrier op %d", req.GetOp())

@@ -870,14 +870,17 @@ func TestTrainingBarrier(t *testing.T) {
 	if st := op(&pspb.TrainingBarrierRequest{}); len(st.BlockedIndices) != 0 || !slices.Equal(st.UnblockedIndices, []int32{0, 1}) {
 		t.Fatalf("after LEAVE: %v", st)
 	}
-	for _, bad := range []*pspb.TrainingBarrierRequest{
-		{Op: pspb.TrainingBarrierRequest_LEAVE, Index: 2},
-		{Op: pspb.TrainingBarrierRequest_WAIT, Index: -1},
-		{Op: pspb.TrainingBarrierRequest_WAIT, Index: 7},
-		{Op: 99},
+	for _, bad := range []struct {
+		req  *pspb.TrainingBarrierRequest
+		code codes.Code
+	}{
+		{&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_LEAVE, Index: 2}, codes.FailedPrecondition},
+		{&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_WAIT, Index: -1}, codes.FailedPrecondition},
+		{&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_WAIT, Index: 7}, codes.FailedPrecondition},
+		{&pspb.TrainingBarrierRequest{Op: 99}, codes.InvalidArgument},
 	} {
-		if _, err := r.stub.TrainingBarrier(ctx, bad); status.Code(err) != codes.InvalidArgument {
-			t.Errorf("%v: %v, want InvalidArgument", bad, err)
+		if _, err := r.stub.TrainingBarrier(ctx, bad.req); status.Code(err) != bad.code {
+			t.Errorf("%v: %v, want %v", bad.req, err, bad.code)
 		}
 	}
 }

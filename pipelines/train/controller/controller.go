@@ -98,7 +98,7 @@ func (l Local) Leave(_ context.Context, i int) error { return l.B.Leave(i) }
 // one of them waits for all.
 type Gate struct {
 	b      WorkerBarrier
-	index  int
+	index  atomic.Int64
 	placed atomic.Bool
 	action atomic.Pointer[string]
 	mu     sync.Mutex // held by the trainer that waits
@@ -113,13 +113,14 @@ func JoinGate(ctx context.Context, b WorkerBarrier) (*Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: join the training barrier: %w", err)
 	}
-	g := &Gate{b: b, index: i}
+	g := &Gate{b: b}
+	g.index.Store(int64(i))
 	g.Observe(st.Placed, st.Action)
 	return g, nil
 }
 
 // Index is the worker's index in the barrier.
-func (g *Gate) Index() int { return g.index }
+func (g *Gate) Index() int { return int(g.index.Load()) }
 
 // Observe records the barrier state the worker learned (with a global step).
 func (g *Gate) Observe(placed bool, action string) {
@@ -152,9 +153,19 @@ func (g *Gate) Boundary(ctx context.Context) (stop bool, err error) {
 		if g.OnAction != nil {
 			g.OnAction(action)
 		}
-		placed, a, err := g.b.WaitOnce(ctx, g.index)
+		placed, a, err := g.b.WaitOnce(ctx, g.Index())
+		if errors.Is(err, pause.ErrNotJoined) {
+			// The barrier's shard restarted and forgot the worker: join again and wait
+			// under the new index.
+			i, st, jerr := g.b.Join(ctx)
+			if jerr != nil {
+				return false, fmt.Errorf("controller: worker %d rejoining the training barrier: %w", g.Index(), jerr)
+			}
+			g.index.Store(int64(i))
+			placed, a, err = st.Placed, st.Action, nil
+		}
 		if err != nil {
-			return false, fmt.Errorf("controller: worker %d at the training barrier: %w", g.index, err)
+			return false, fmt.Errorf("controller: worker %d at the training barrier: %w", g.Index(), err)
 		}
 		g.Observe(placed, a)
 		action = a
@@ -167,8 +178,14 @@ func (g *Gate) Boundary(ctx context.Context) (stop bool, err error) {
 	return false, nil
 }
 
-// Close leaves the barrier.
-func (g *Gate) Close(ctx context.Context) error { return g.b.Leave(ctx, g.index) }
+// Close leaves the barrier; a barrier that no longer knows the worker (its shard
+// restarted) has nothing to leave.
+func (g *Gate) Close(ctx context.Context) error {
+	if err := g.b.Leave(ctx, g.Index()); err != nil && !errors.Is(err, pause.ErrNotJoined) {
+		return err
+	}
+	return nil
+}
 
 // Trainer is what the controller asks of the training job.
 type Trainer interface {

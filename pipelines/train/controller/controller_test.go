@@ -311,3 +311,87 @@ func TestDialErrors(t *testing.T) {
 		t.Error("Dial of a malformed address succeeded")
 	}
 }
+
+// startPSAddr is startPS that also returns the shard's address.
+func startPSAddr(t *testing.T) string {
+	t.Helper()
+	var tc pspb.TablesConfig
+	if err := prototext.Unmarshal([]byte(tables), &tc); err != nil {
+		t.Fatal(err)
+	}
+	o := server.DefaultOptions()
+	o.Shard, o.NumShards, o.Tables = 0, 1, &tc
+	s, err := server.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); s.Close(); <-done })
+	return s.Addr()
+}
+
+// TestGateRejoinsRestartedShard: the training barrier lives on PS shard 0; when that
+// shard restarts it forgets the workers, so a worker whose WAIT answers "not joined" joins
+// the new shard's barrier and pauses there, and leaving a barrier that forgot it is no
+// error.
+func TestGateRejoinsRestartedShard(t *testing.T) {
+	ctx := callCtx(t)
+	first := startPSAddr(t)
+	c, err := client.New([]string{first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	b := c.TrainingBarrier()
+	if _, _, err := b.Join(ctx); err != nil { // index 0: another worker
+		t.Fatal(err)
+	}
+	g, err := JoinGate(ctx, b)
+	if err != nil || g.Index() != 1 {
+		t.Fatalf("JoinGate = %v, %v; want index 1", g, err)
+	}
+	// Shard 0 restarts elsewhere; the chief places the barrier for a save there.
+	if err := c.SetShards([]string{startPSAddr(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.WaitOnce(ctx, 1); !errors.Is(err, pause.ErrNotJoined) {
+		t.Fatalf("WaitOnce of a forgotten index: %v, want pause.ErrNotJoined", err)
+	}
+	if err := b.Place(ctx, "save"); err != nil {
+		t.Fatal(err)
+	}
+	g.Observe(true, "save")
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Boundary(ctx)
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := b.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(st.Blocked, []int32{0}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker never paused on the restarted barrier: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := b.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || g.Index() != 0 {
+		t.Fatalf("Boundary across the restart: %v, index %d; want nil, 0", err, g.Index())
+	}
+	if err := g.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(ctx); err != nil { // gone already: nothing to leave
+		t.Fatalf("leaving a barrier that forgot the worker: %v", err)
+	}
+}
