@@ -42,6 +42,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	maxMsg := fs.Int("max-message-bytes", d.MaxMessageBytes, "maximum gRPC message size (requests, and lookup replies before they are built)")
 	maxSub := fs.Int("max-sub-requests", d.MaxSubRequests, "maximum sub-requests of one batch call")
 	maxID := fs.Int("max-request-id-bytes", d.MaxRequestIDBytes, "maximum request id length")
+	nonFinite := fs.String("nonfinite-gradients", d.NonFiniteGradients, "a NaN or infinite gradient: reject the apply (status 1, naming the value and the fid) or skip the fids it touches (counted in monolith_ps_nonfinite_gradients_skipped_total)")
 	dedupWindow := fs.Int("dedup-window", d.DedupWindow, "recent request ids remembered to answer retried applies and global-step increments as duplicates (negative: off)")
 	seed := fs.Uint64("seed", 0, "seed of the random initializers")
 	verbose := fs.Bool("v", false, "verbose logging")
@@ -100,7 +101,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		Shard: *shard, NumShards: *numShards, Listen: *listen, MetricsListen: *metricsListen,
 		Tables: cfg, CheckpointDir: *ckptDir, SaveEvery: *saveEvery, KeepCheckpoints: *keep,
 		MaxFidsPerRequest: *maxFids, MaxMessageBytes: *maxMsg, MemLimitBytes: *memLimit,
-		MaxSubRequests: *maxSub, MaxRequestIDBytes: *maxID,
+		MaxSubRequests: *maxSub, MaxRequestIDBytes: *maxID, NonFiniteGradients: *nonFinite,
 		DedupWindow: *dedupWindow, Seed: *seed, Logger: log,
 	}
 	srv, err := server.New(opts) // validates opts

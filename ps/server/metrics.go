@@ -47,6 +47,7 @@ type metrics struct {
 	duplicates                        prometheus.Counter // requests skipped for an applied request id
 	globalSteps                       prometheus.Counter // GlobalStep requests, duplicates included
 	nonFinite                         prometheus.Counter // applies rejected for a NaN or Inf gradient or rate
+	nonFiniteSkipped                  prometheus.Counter // fids left out of applies for a NaN or Inf gradient (skip policy)
 
 	collectors []prometheus.Collector // everything above plus the scrape-time gauges
 }
@@ -84,13 +85,15 @@ func newMetrics(s *Server) *metrics {
 		globalSteps: counter("monolith_ps_global_step_requests_total", "GlobalStep requests, duplicates included."),
 		nonFinite: counter("monolith_ps_nonfinite_gradient_requests_total",
 			"ApplyGradients (batch sub-requests included) rejected because a gradient or learning rate was NaN or infinite."),
+		nonFiniteSkipped: counter("monolith_ps_nonfinite_gradients_skipped_total",
+			"Fids left out of ApplyGradients (batch sub-requests included) because their gradient row held a NaN or infinity (policy skip)."),
 	}
 	m.rejected.WithLabelValues(limitFidsPerRequest) // present at 0 from the start
 	m.collectors = []prometheus.Collector{
 		m.lookups, m.lookupErrors, m.lookupFids, m.lookupLatency,
 		m.applies, m.applyErrors, m.applyFids, m.applyLatency,
 		m.barriers, m.barrierTimeouts, m.barrierErrors, m.barrierLatency, m.trainingBarrier, m.rejected,
-		m.saves, m.saveErrors, m.saveLatency, m.evicted, m.duplicates, m.globalSteps, m.nonFinite,
+		m.saves, m.saveErrors, m.saveLatency, m.evicted, m.duplicates, m.globalSteps, m.nonFinite, m.nonFiniteSkipped,
 		stateCollector{s},
 	}
 	return m

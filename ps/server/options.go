@@ -81,24 +81,38 @@ type Options struct {
 	// deduplication). The window is in memory only: a restart forgets it. Each remembered
 	// id costs about 100 bytes plus its length.
 	DedupWindow int
+	// NonFiniteGradients is the policy for a NaN or infinite gradient: NonFiniteReject
+	// (the default: the whole apply fails with status_code 1, naming the value and the
+	// fid, and nothing is applied) or NonFiniteSkip (the fids whose gradient rows hold one
+	// are left out, the others applied, and the skipped fids counted in
+	// monolith_ps_nonfinite_gradients_skipped_total). A non-finite learning rate is always
+	// rejected.
+	NonFiniteGradients string
 	// Seed seeds the tables' random initializers; each table of each shard derives its own.
 	Seed uint64
 	// Logger receives lifecycle and error logs (default slog.Default()).
 	Logger *slog.Logger
 }
 
+// The NonFiniteGradients policies.
+const (
+	NonFiniteReject = "reject"
+	NonFiniteSkip   = "skip"
+)
+
 // DefaultOptions returns the defaults of every field but Shard, NumShards (1) and Tables.
 func DefaultOptions() Options {
 	return Options{
-		NumShards:         1,
-		Listen:            DefaultListen,
-		KeepCheckpoints:   DefaultKeepCheckpoints,
-		MaxFidsPerRequest: DefaultMaxFidsPerRequest,
-		MaxSubRequests:    DefaultMaxSubRequests,
-		MaxRequestIDBytes: DefaultMaxRequestIDBytes,
-		MaxMessageBytes:   DefaultMaxMessageBytes,
-		MemLimitBytes:     DefaultMemLimitBytes,
-		DedupWindow:       DefaultDedupWindow,
+		NumShards:          1,
+		Listen:             DefaultListen,
+		KeepCheckpoints:    DefaultKeepCheckpoints,
+		MaxFidsPerRequest:  DefaultMaxFidsPerRequest,
+		MaxSubRequests:     DefaultMaxSubRequests,
+		MaxRequestIDBytes:  DefaultMaxRequestIDBytes,
+		MaxMessageBytes:    DefaultMaxMessageBytes,
+		MemLimitBytes:      DefaultMemLimitBytes,
+		DedupWindow:        DefaultDedupWindow,
+		NonFiniteGradients: NonFiniteReject,
 	}
 }
 
@@ -128,6 +142,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DedupWindow == 0 {
 		o.DedupWindow = d.DedupWindow
+	}
+	if o.NonFiniteGradients == "" {
+		o.NonFiniteGradients = d.NonFiniteGradients
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -167,6 +184,11 @@ func (o Options) Validate() error {
 	}
 	if o.MaxSubRequests < 0 || o.MaxRequestIDBytes < 0 {
 		bad("max sub-requests %d and max request id bytes %d must not be negative", o.MaxSubRequests, o.MaxRequestIDBytes)
+	}
+	switch o.NonFiniteGradients {
+	case "", NonFiniteReject, NonFiniteSkip:
+	default:
+		bad("non-finite gradient policy %q: want %s or %s", o.NonFiniteGradients, NonFiniteReject, NonFiniteSkip)
 	}
 	if o.MemLimitBytes < 0 {
 		bad("memory limit %d is negative", o.MemLimitBytes)

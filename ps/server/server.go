@@ -64,7 +64,9 @@ type Server struct {
 	barriers *barriers
 	pause    *pause.Barrier // the training barrier (TrainingBarrier)
 	readRSS  func() (int64, error)
-	saveMu   sync.Mutex // one save at a time
+	// beforeSub, when set (tests), runs before each sub-request of a batch RPC.
+	beforeSub func(op string, i int)
+	saveMu    sync.Mutex // one save at a time
 
 	grpc       *grpc.Server
 	health     *health.Server
@@ -519,8 +521,13 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 		return fail("ps/server: apply table %q: %s", t.Name(), msg)
 	}
 	if k := nonFinite(grads); k >= 0 {
-		s.metrics.nonFinite.Inc()
-		return fail("ps/server: apply table %q: gradient %d (fid %d) is %v: non-finite gradients are rejected, nothing applied", t.Name(), k, fids[k/dim], grads[k])
+		if s.opts.NonFiniteGradients != NonFiniteSkip {
+			s.metrics.nonFinite.Inc()
+			return fail("ps/server: apply table %q: gradient %d (fid %d) is %v: non-finite gradients are rejected, nothing applied", t.Name(), k, fids[k/dim], grads[k])
+		}
+		var skipped int
+		fids, grads, skipped = finiteRows(fids, grads, dim, k)
+		s.metrics.nonFiniteSkipped.Add(float64(skipped))
 	}
 	if k := nonFinite(lrs); k >= 0 {
 		s.metrics.nonFinite.Inc()
@@ -567,6 +574,22 @@ func checkClock(step, updateTime int64, now time.Time) string {
 		return fmt.Sprintf("update_time %d is not Unix seconds up to a day ahead (now %d; milliseconds?)", updateTime, now.Unix())
 	}
 	return ""
+}
+
+// finiteRows returns the fids whose gradient rows (of dim values) are finite, with those
+// rows, in new slices, and how many fids it left out; first is the index of the first
+// non-finite gradient.
+func finiteRows(fids []int64, grads []float32, dim, first int) ([]int64, []float32, int) {
+	keepF := make([]int64, 0, len(fids)-1)
+	keepG := make([]float32, 0, len(grads)-dim)
+	keepF, keepG = append(keepF, fids[:first/dim]...), append(keepG, grads[:first/dim*dim]...)
+	for i := first / dim; i < len(fids); i++ {
+		row := grads[i*dim : (i+1)*dim]
+		if nonFinite(row) < 0 {
+			keepF, keepG = append(keepF, fids[i]), append(keepG, row...)
+		}
+	}
+	return keepF, keepG, len(fids) - len(keepF)
 }
 
 // nonFinite returns the index of the first NaN or infinite value of v, or -1.
@@ -829,6 +852,17 @@ func runBatch[Req interface {
 		if reqs[i] == null {
 			resps[i] = fail(fmt.Sprintf("ps/server: %s: sub-request %d is nil", op, i))
 			return
+		}
+		// The sub-requests run on goroutines of their own, out of the recovery
+		// interceptor's reach: a panic fails the sub-request's slot, not the process.
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("panic in a batch sub-request", "op", op, "index", i, "panic", r, "stack", string(debug.Stack()))
+				resps[i] = fail(fmt.Sprintf("ps/server: %s: sub-request %d: internal error", op, i))
+			}
+		}()
+		if s.beforeSub != nil {
+			s.beforeSub(op, i)
 		}
 		resps[i] = run(ctx, reqs[i])
 	})

@@ -193,6 +193,39 @@ func TestRequestValidation(t *testing.T) {
 	}
 }
 
+// TestNonFiniteSkipPolicy: with the skip policy a NaN or infinite gradient leaves out the
+// fids whose rows hold one and applies the others, counting the skipped fids; an unknown
+// policy is an invalid option.
+func TestNonFiniteSkipPolicy(t *testing.T) {
+	o := testOptions(t)
+	o.NonFiniteGradients = NonFiniteSkip
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	resp, err := s.ApplyGradients(testCtx(t), &pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2, 3, 4},
+		Gradients: []float32{1, 1, 1, 1, 1, nan, 1, 1, 1, 1, 1, 1, inf, 1, 1, 1}})
+	if err != nil || resp.StatusCode != 0 || resp.NumUpdated != 2 {
+		t.Fatalf("skip policy: %v, %v; want 2 fids updated", resp, err)
+	}
+	if got := count(s.metrics.nonFiniteSkipped); got != 2 {
+		t.Errorf("skipped fids counted %d, want 2", got)
+	}
+	if got := count(s.metrics.nonFinite); got != 0 {
+		t.Errorf("rejections counted %d under the skip policy", got)
+	}
+	if n := s.Tables()[0].Stats().Size; n != 2 {
+		t.Errorf("%d entries, want fids 1 and 3 only", n)
+	}
+	bad := testOptions(t)
+	bad.NonFiniteGradients = "ignore"
+	if _, err := New(bad); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), `"ignore"`) {
+		t.Errorf("policy ignore: %v", err)
+	}
+}
+
 func TestBatchMixedValidity(t *testing.T) {
 	r := start(t, testOptions(t))
 	ctx := testCtx(t)
@@ -799,6 +832,42 @@ func TestRecoverInterceptor(t *testing.T) {
 		func(context.Context, any) (any, error) { panic("boom") })
 	if status.Code(err) != codes.Internal {
 		t.Fatalf("panic became %v, want Internal", err)
+	}
+}
+
+// TestBatchSubRequestPanic: a panic inside one sub-request of a batch RPC (which runs on
+// a goroutine of its own, out of the interceptor's reach) fails that sub-request's slot;
+// the others answer and the server keeps serving.
+func TestBatchSubRequestPanic(t *testing.T) {
+	o := testOptions(t)
+	r := startWith(t, o, func(s *Server) {
+		s.beforeSub = func(op string, i int) {
+			if i == 1 {
+				panic("boom in " + op)
+			}
+		}
+	})
+	sub := func() *pspb.LookupRequest { return &pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2}} }
+	for range 2 { // the second call shows the server still serves
+		resp, err := r.stub.BatchLookup(testCtx(t), &pspb.BatchLookupRequest{Requests: []*pspb.LookupRequest{sub(), sub(), sub()}})
+		if err != nil {
+			t.Fatalf("batch lookup with a panicking sub-request: %v", err)
+		}
+		for i, sr := range resp.GetResponses() {
+			failed := sr.GetStatusCode() != 0
+			if failed != (i == 1) {
+				t.Errorf("sub-request %d: status %d %q", i, sr.GetStatusCode(), sr.GetErrorMessage())
+			}
+		}
+		if msg := resp.GetResponses()[1].GetErrorMessage(); !strings.Contains(msg, "sub-request 1: internal error") {
+			t.Errorf("the failed slot says %q", msg)
+		}
+	}
+	g := make([]float32, 8)
+	resp, err := r.stub.BatchApplyGradients(testCtx(t), &pspb.BatchApplyGradientsRequest{Requests: []*pspb.ApplyGradientsRequest{
+		{Table: "emb", DimSize: 4, Fids: []int64{1, 2}, Gradients: g}, {Table: "emb", DimSize: 4, Fids: []int64{1, 2}, Gradients: g}}})
+	if err != nil || resp.GetResponses()[0].GetStatusCode() != 0 || resp.GetResponses()[1].GetStatusCode() == 0 {
+		t.Fatalf("batch apply with a panicking sub-request: %v, %v", resp, err)
 	}
 }
 
