@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/internal/zk"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/agent"
@@ -40,6 +41,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	host := fs.String("agent_host", "127.0.0.1", "address AgentService binds (the reference binds every interface: use ::)")
 	tfsDir := fs.String("tfs_dir", "", "TF Serving's working directory (relative conf/ paths); empty: the current one")
 	verbose := fs.Bool("v", false, "verbose logging")
+	tlsc := tlsconf.AddFlags(fs) // the AgentService's
 	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://`ADDR`/metrics (default off; a bare port binds 127.0.0.1; dense MPS child i serves port+1+i)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith agent --conf FILE [flags]\n\n"+
@@ -103,6 +105,10 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("rough-sort model manager: %w", err)
 	}
 	defer mm.Stop()
+	serveTLS, err := tlsServer(tlsc)
+	if err != nil {
+		return err
+	}
 	zkOpts := zk.Options{Auth: os.Getenv("ZK_AUTH"), Logger: log, Metrics: zm}
 	listen := net.JoinHostPort(*host, strconv.Itoa(cfg.AgentPort))
 	switch cfg.AgentVersion {
@@ -122,7 +128,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 				}
 				return v1Replicas{m, mon}, nil
 			},
-			Listen: listen, ReusePort: mpsChild,
+			Listen: listen, ReusePort: mpsChild, TLS: serveTLS,
 		})
 		if err != nil {
 			return err
@@ -133,7 +139,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	case 3:
 		a, err := agent.NewV3(agent.V3Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
-			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am,
+			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am, TLS: serveTLS,
 		})
 		if err != nil {
 			return err

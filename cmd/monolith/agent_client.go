@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/monolith-go/monolith/internal/pytext"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/ps/discovery"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
@@ -33,6 +33,7 @@ import (
 // MY_HOST_IP or the hostname's address).
 func runAgentClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("agent-client", stderr)
+	tlsc := tlsconf.AddFlags(fs) // hb and gr: the AgentService's
 	conf := fs.String("conf", "", "agent conf file (required)")
 	port := fs.Int("port", 0, "agent port (0: the conf's agent_port)")
 	host := fs.String("host", "127.0.0.1", "agent host")
@@ -82,7 +83,11 @@ func runAgentClient(ctx context.Context, args []string, stdout, stderr io.Writer
 
 	switch *cmdType {
 	case "hb", "gr":
-		cc, err := grpc.NewClient(net.JoinHostPort(*host, strconv.Itoa(cfg.AgentPort)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		ct, err := tlsClient(tlsc)
+		if err != nil {
+			return err
+		}
+		cc, err := grpc.NewClient(net.JoinHostPort(*host, strconv.Itoa(cfg.AgentPort)), tlsconf.DialOption(ct))
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/io/filepattern"
@@ -205,4 +207,22 @@ func loggerAt(stderr io.Writer, verbose bool, quiet slog.Level) *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// tlsServer and tlsClient are the TLS configs of a command's --tls-… flags; a setting
+// that cannot work is a usage error naming the flag.
+func tlsServer(c *tlsconf.Config) (*tls.Config, error) {
+	cfg, err := c.Server()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return cfg, nil
+}
+
+func tlsClient(c *tlsconf.Config) (*tls.Config, error) {
+	cfg, err := c.Client()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return cfg, nil
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/internal/zkserver"
 	"github.com/monolith-go/monolith/pipelines/train"
 )
@@ -43,6 +44,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	job := fs.String("job", "monolith", "the job's name (ZooKeeper folder /monolith/NAME)")
 	grace := fs.Duration("stop-grace", 10*time.Second, "how long children get to stop after SIGTERM before SIGKILL")
 	startWait := fs.Duration("start-wait", 60*time.Second, "how long a PS shard gets to start listening")
+	tlsc := tlsconf.AddFlags(fs) // given to every child
 	psRestarts := fs.Int("ps-restarts", 3, "with --discovery zk, how many times a PS shard that dies is restarted (on a new port; it restores its last checkpoint and registers its new address, and the workers wait for it); 0 ends the run instead")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith cluster --config FILE [flags] [-- worker flags]\n\n"+
@@ -121,7 +123,13 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer cl.stopAll()
 
 	// The shards, each writing its address once it listens (and has registered).
-	discArgs := []string{"--discovery", *disc}
+	if err := tlsc.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if tlsc.Enabled() && tlsc.Cert == "" {
+		return fmt.Errorf("%w: the cluster's shards and chief serve: TLS needs --tls-cert and --tls-key", errUsage)
+	}
+	discArgs := append([]string{"--discovery", *disc}, tlsc.Args()...)
 	if *disc == "zk" {
 		discArgs = append(discArgs, "--zk", *zk, "--job", *job)
 	}
@@ -168,6 +176,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		if *disc == "static" {
 			args = append(args, "--ps", strings.Join(addrs, ","))
+			args = append(args, tlsc.Args()...)
 		} else {
 			args = append(args, discArgs...)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
 	pb "github.com/monolith-go/monolith/schemas/controllerpb"
 )
@@ -19,6 +20,7 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("ctl", stderr)
 	modelDir := fs.String("model-dir", "", "the training job's model directory (required)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the call (a save waits for the checkpoint)")
+	tlsc := tlsconf.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith ctl stop|resume|status|save --model-dir DIR\n\n"+
 			"stop pauses every worker at its next step boundary, resume releases them, save writes a\n"+
@@ -41,7 +43,11 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	default:
 		return fmt.Errorf("%w: ctl command %q is not stop, resume, status or save", errUsage, cmd)
 	}
-	c, err := controller.Dial(*modelDir)
+	ct, err := tlsc.Client()
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	c, err := controller.Dial(*modelDir, ct)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func TestCtl(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := &stepTrainer{}
-	srv, err := controller.Serve("", dir, b, tr, nil, nil)
+	srv, err := controller.Serve("", dir, b, tr, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/tfs"
 )
@@ -53,6 +54,7 @@ func runFakeTFServing(ctx context.Context, args []string, _, stderr io.Writer) e
 	host := fs.String("fake_host", "127.0.0.1", "address to bind (fake only; TF Serving binds every interface)")
 	step := fs.Duration("fake_step", tfs.DefaultStep, "time between two states of a model version (fake only)")
 	verbose := fs.Bool("v", false, "verbose logging (every version state change)")
+	tlsc := tlsconf.AddFlags(fs)
 	values, bools := tfsIgnoredFlags()
 	for _, n := range values {
 		fs.String(n, "", "accepted and ignored (TF Serving flag)")
@@ -86,6 +88,10 @@ func runFakeTFServing(ctx context.Context, args []string, _, stderr io.Writer) e
 		opts.Config = &pb.ModelServerConfig{Config: &pb.ModelServerConfig_ModelConfigList{ModelConfigList: &pb.ModelConfigList{
 			Config: []*pb.ModelConfig{{Name: *modelName, BasePath: *basePath, ModelPlatform: "tensorflow"}},
 		}}}
+	}
+	var err error
+	if opts.TLS, err = tlsServer(tlsc); err != nil {
+		return err
 	}
 	f, err := tfs.NewFake(opts)
 	if errors.Is(err, tfs.ErrInvalidOptions) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,10 +12,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/ps/discovery"
 	"github.com/monolith-go/monolith/ps/server"
 	"github.com/monolith-go/monolith/ps/table"
@@ -46,6 +47,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	dedupWindow := fs.Int("dedup-window", d.DedupWindow, "recent request ids remembered to answer retried applies and global-step increments as duplicates (negative: off)")
 	seed := fs.Uint64("seed", 0, "seed of the random initializers")
 	verbose := fs.Bool("v", false, "verbose logging")
+	tlsc := tlsconf.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +56,14 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if *tablesFile == "" {
 		return fmt.Errorf("%w: ps needs --tables", errUsage)
+	}
+	serverTLS, err := tlsc.Server()
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	clientTLS, err := tlsc.Client() // to ask a registered shard whether it still answers
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	log := loggerAt(stderr, *verbose, slog.LevelInfo)
 	set := map[string]bool{}
@@ -102,7 +112,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		Tables: cfg, CheckpointDir: *ckptDir, SaveEvery: *saveEvery, KeepCheckpoints: *keep,
 		MaxFidsPerRequest: *maxFids, MaxMessageBytes: *maxMsg, MemLimitBytes: *memLimit,
 		MaxSubRequests: *maxSub, MaxRequestIDBytes: *maxID, NonFiniteGradients: *nonFinite,
-		DedupWindow: *dedupWindow, Seed: *seed, Logger: log,
+		DedupWindow: *dedupWindow, Seed: *seed, Logger: log, TLS: serverTLS,
 	}
 	srv, err := server.New(opts) // validates opts
 	if errors.Is(err, server.ErrInvalidOptions) {
@@ -139,7 +149,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		})
 	}
 	if backend != nil {
-		if err := refuseLiveShard(ctx, backend, *shard, addr); err != nil {
+		if err := refuseLiveShard(ctx, backend, *shard, addr, clientTLS); err != nil {
 			return err
 		}
 		rctx, cancel := context.WithTimeout(ctx, disc.Wait)
@@ -168,7 +178,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 // refuseLiveShard fails when discovery already lists another address for shard and a PS
 // answers there: two processes must not serve one shard. A registration whose address
 // does not answer (a crashed shard whose session has not expired yet) is replaced.
-func refuseLiveShard(ctx context.Context, b discovery.Backend, shard int, addr string) error {
+func refuseLiveShard(ctx context.Context, b discovery.Backend, shard int, addr string, tc *tls.Config) error {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	got, err := b.Query(qctx, "ps")
@@ -179,7 +189,7 @@ func refuseLiveShard(ctx context.Context, b discovery.Backend, shard int, addr s
 	if !ok || old == addr {
 		return nil
 	}
-	conn, err := grpc.NewClient(old, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(old, tlsconf.DialOption(tc))
 	if err != nil {
 		return nil // not an address one can dial: nothing serves there
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/discovery"
 )
@@ -56,6 +57,7 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	timeout := fs.Duration("call-timeout", client.DefaultCallTimeout, "timeout of each RPC attempt")
 	retries := fs.Int("retries", client.DefaultRetries, "retries of RPCs failing with Unavailable")
 	verbose := fs.Bool("v", false, "verbose logging")
+	tlsc := tlsconf.AddFlags(fs)
 	var (
 		tableName, fidsS, gradsS, lrS, id, component, requestID string
 		dim, worker, workers, shard                             int
@@ -102,7 +104,11 @@ func runPSClient(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cl, err := client.New(addrs, client.WithCallTimeout(*timeout), client.WithRetries(*retries))
+	ct, err := tlsc.Client()
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	cl, err := client.New(addrs, client.WithCallTimeout(*timeout), client.WithRetries(*retries), client.WithTLS(ct))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/internal/metricsrv"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/pipelines/train"
 	"github.com/monolith-go/monolith/pipelines/train/curves"
 	"github.com/monolith-go/monolith/pipelines/train/runconfig"
@@ -38,6 +39,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	writeTables := fs.String("write-tables", "", "write the PS tables this run needs (a --tables file of monolith ps) and exit")
 	progress := fs.String("progress", "always", "progress lines on stderr: auto, always or never")
 	verbose := fs.Bool("v", false, "debug logs")
+	tlsc := tlsconf.AddFlags(fs)
 	predDump := fs.String("prediction-dump", "", "write the eval predictions to `DIR`/part-00000 (\"prediction<TAB>label\" lines)")
 	healthEvery := fs.Duration("health-every", 30*time.Second, "period of the PS health checks (0: none)")
 	ctlListen := fs.String("controller-listen", "127.0.0.1:0", "address of the training controller (monolith ctl)")
@@ -137,7 +139,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *plot && c.Checkpoint.Dir == "" {
 		return fmt.Errorf("%w: --plot draws the model directory's event file: set checkpoint.dir (or --checkpoint-dir)", errUsage)
 	}
-	o := train.Options{Runner: ro, PredictionDump: *predDump, HealthEvery: *healthEvery, ControllerListen: *ctlListen, DiscoveryWait: *discWait}
+	o := train.Options{Runner: ro, PredictionDump: *predDump, HealthEvery: *healthEvery, ControllerListen: *ctlListen, DiscoveryWait: *discWait, TLS: *tlsc}
+	if err := tlsc.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	if *metricsListen != "" {
 		// Bound before training starts: an address in use fails here, naming it.
 		o.Registry = metricsrv.NewRegistry()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/runners/workerpool"
 )
@@ -35,6 +36,7 @@ func runWorkerPool(ctx context.Context, args []string, _, stderr io.Writer) erro
 	grace := fs.Duration("stop-grace", d.StopGrace, "time a worker has to exit after SIGTERM before SIGKILL")
 	dir := fs.String("dir", "", "working directory of the workers (default: the pool's)")
 	verbose := fs.Bool("v", false, "log every worker start and stop")
+	tlsc := tlsconf.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith worker-pool [--listen HOST:PORT] [flags]\n\n"+
 			"Serves Beam's worker pool service (BeamFnExternalWorkerPool) until SIGTERM or SIGINT. A\n"+
@@ -61,6 +63,9 @@ func runWorkerPool(ctx context.Context, args []string, _, stderr io.Writer) erro
 		StopGrace: *grace,
 		KillWait:  d.KillWait,
 		Output:    stderr,
+	}
+	if o.TLS, err = tlsServer(tlsc); err != nil {
+		return err
 	}
 	p, err := workerpool.New(o, loggerAt(stderr, *verbose, slog.LevelWarn))
 	if errors.Is(err, workerpool.ErrOptions) {

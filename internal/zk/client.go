@@ -51,6 +51,27 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Metrics counts the session events, reconnects and re-registrations (nil: none).
 	Metrics *Metrics
+	// ACL is the ACL of every node the client creates (nil: open to everyone, kazoo's
+	// OPEN_ACL_UNSAFE). DigestACL gives a node to the Auth user alone.
+	ACL []gozk.ACL
+}
+
+// DigestACL is the ACL that gives every right to the digest user of auth ("user:password",
+// the form of Options.Auth and ZK_AUTH) and none to anyone else.
+func DigestACL(auth string) ([]gozk.ACL, error) {
+	user, password, ok := strings.Cut(auth, ":")
+	if !ok || user == "" {
+		return nil, fmt.Errorf("%w: zk auth %q is not user:password", ErrInvalidArgument, redact(auth))
+	}
+	return gozk.DigestACL(gozk.PermAll, user, password), nil
+}
+
+// redact keeps the user of a user:password pair.
+func redact(auth string) string {
+	if user, _, ok := strings.Cut(auth, ":"); ok {
+		return user + ":***"
+	}
+	return "***"
 }
 
 // DefaultConnectTimeout is how long Connect waits for a first session by default.
@@ -69,6 +90,7 @@ const DefaultConnectTimeout = 15 * time.Second
 // replaced, with a warning.
 type Client struct {
 	conn    *gozk.Conn
+	aclList []gozk.ACL
 	logger  *slog.Logger
 	metrics *Metrics
 
@@ -107,6 +129,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
+		aclList: opts.ACL,
 		logger:  logger,
 		metrics: opts.Metrics,
 		kick:    make(chan struct{}, 1),
@@ -362,8 +385,13 @@ func CheckPath(path string) error {
 	return nil
 }
 
-// openACL is the ACL of every node created (kazoo's default OPEN_ACL_UNSAFE).
-func openACL() []gozk.ACL { return gozk.WorldACL(gozk.PermAll) }
+// acl is the ACL of every node created: Options.ACL, or kazoo's default OPEN_ACL_UNSAFE.
+func (c *Client) acl() []gozk.ACL {
+	if c.aclList != nil {
+		return c.aclList
+	}
+	return gozk.WorldACL(gozk.PermAll)
+}
 
 // EnsurePath creates path and its missing parents as persistent empty nodes; an existing
 // node is left alone (kazoo ensure_path).
@@ -391,7 +419,7 @@ func (c *Client) ensure(ctx context.Context, path string, self bool) error {
 			continue
 		}
 		err := c.do(ctx, "create", p, func() error {
-			_, err := c.conn.Create(p, nil, 0, openACL())
+			_, err := c.conn.Create(p, nil, 0, c.acl())
 			if errors.Is(err, gozk.ErrNodeExists) {
 				return nil
 			}
@@ -418,7 +446,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, makepath 
 	attempt := 0
 	return c.do(ctx, "create", path, func() error {
 		attempt++
-		_, err := c.conn.Create(path, data, 0, openACL())
+		_, err := c.conn.Create(path, data, 0, c.acl())
 		if errors.Is(err, gozk.ErrNodeExists) && attempt > 1 {
 			// A retried create whose first reply was lost: ours if the data matches.
 			if got, _, gerr := c.conn.Get(path); gerr == nil && string(got) == string(data) {
@@ -439,7 +467,7 @@ func (c *Client) CreateOrSet(ctx context.Context, path string, data []byte) erro
 		return err
 	}
 	return c.do(ctx, "create", path, func() error {
-		_, err := c.conn.Create(path, data, 0, openACL())
+		_, err := c.conn.Create(path, data, 0, c.acl())
 		if errors.Is(err, gozk.ErrNodeExists) {
 			_, err = c.conn.Set(path, data, -1)
 		}
@@ -506,7 +534,7 @@ func (c *Client) CreateEphemeralSequential(ctx context.Context, path string, dat
 				return nil
 			}
 		}
-		p, err := c.conn.Create(path, data, gozk.FlagEphemeral|gozk.FlagSequence, openACL())
+		p, err := c.conn.Create(path, data, gozk.FlagEphemeral|gozk.FlagSequence, c.acl())
 		created = p
 		return err
 	})
@@ -561,7 +589,7 @@ func (c *Client) assertEphemeral(ctx context.Context, path string, data []byte) 
 	}
 	return c.do(ctx, "create ephemeral", path, func() error {
 		for range 5 {
-			_, err := c.conn.Create(path, data, gozk.FlagEphemeral, openACL())
+			_, err := c.conn.Create(path, data, gozk.FlagEphemeral, c.acl())
 			if !errors.Is(err, gozk.ErrNodeExists) {
 				return err
 			}

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
@@ -49,6 +51,10 @@ type Options struct {
 	// ControllerListen is the controller's address ("" = 127.0.0.1:0). The controller is
 	// served when the job has a model directory (checkpoint.dir).
 	ControllerListen string
+	// TLS secures the gRPC of the run (internal/tlsconf): the PS clients, the in-process
+	// shards and the chief's controller. The servers need its Cert and Key. Zero:
+	// plaintext.
+	TLS tlsconf.Config
 	// HealthEvery is the period of the PS health checks (default 30s; negative: none).
 	HealthEvery time.Duration
 	// PSMemLimitBytes is the in-process PS shards' HealthCheck memory limit (0: the
@@ -166,6 +172,8 @@ type LocalPSOptions struct {
 	Logger      *slog.Logger
 	// Registry receives the shards' metrics (nil: each shard its own).
 	Registry *prometheus.Registry
+	// TLS serves the shards over TLS (nil: plaintext).
+	TLS *tls.Config
 }
 
 // StartLocalPS starts n shards serving tables on 127.0.0.1.
@@ -179,7 +187,7 @@ func StartLocalPS(ctx context.Context, n int, tables *pspb.TablesConfig, lo Loca
 	for i := range n {
 		o := server.DefaultOptions()
 		o.Shard, o.NumShards, o.Tables, o.CheckpointDir, o.KeepCheckpoints, o.Seed, o.Logger = i, n, tables, lo.CheckpointDir, lo.Keep, lo.Seed, logger
-		o.Registry = lo.Registry
+		o.Registry, o.TLS = lo.Registry, lo.TLS
 		if lo.MemLimitBytes > 0 {
 			o.MemLimitBytes = lo.MemLimitBytes
 		}
@@ -247,6 +255,19 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	clientTLS, err := o.TLS.Client()
+	if err != nil {
+		return nil, fmt.Errorf("pipelines/train: %w", err)
+	}
+	var serverTLS *tls.Config // built where a server needs it: a worker without one may lack the files
+	serveTLS := func() (*tls.Config, error) {
+		if serverTLS == nil && o.TLS.Enabled() {
+			if serverTLS, err = o.TLS.Server(); err != nil {
+				return nil, fmt.Errorf("pipelines/train: %w", err)
+			}
+		}
+		return serverTLS, nil
+	}
 	worker, workers := c.Runner.Index, c.Runner.NumWorkers
 	var addrs []string
 	var backend discovery.Backend
@@ -255,8 +276,12 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 		if err != nil {
 			return nil, err
 		}
+		st, err := serveTLS()
+		if err != nil {
+			return nil, err
+		}
 		local, err := StartLocalPS(ctx, c.PS.Shards, pr.Tables, LocalPSOptions{CheckpointDir: c.Checkpoint.Dir, Keep: c.Checkpoint.Keep,
-			Seed: c.PS.Seed, MemLimitBytes: o.PSMemLimitBytes, RestoreFrom: restoreFrom, Logger: o.Logger, Registry: o.Registry})
+			Seed: c.PS.Seed, MemLimitBytes: o.PSMemLimitBytes, RestoreFrom: restoreFrom, Logger: o.Logger, Registry: o.Registry, TLS: st})
 		if err != nil {
 			return nil, err
 		}
@@ -298,7 +323,7 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 	j.ConnectRetries, j.RetryBackoff = c.Runner.Retry()
 	j.CallTimeout = time.Duration(c.Runner.MaxRPCDeadlineMillis) * time.Millisecond
 	j.RunID = newRunID()
-	ps, err := client.New(addrs, append(j.clientOptions(), client.WithMetrics(m.PS), client.WithLogger(logger))...)
+	ps, err := client.New(addrs, append(j.clientOptions(), client.WithMetrics(m.PS), client.WithLogger(logger), client.WithTLS(clientTLS))...)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines/train: %w", err)
 	}
@@ -356,7 +381,11 @@ func Run(ctx context.Context, c *Config, o Options) (_ *Summary, err error) {
 		if c.Checkpoint.Info {
 			saver.Listeners = append(saver.Listeners, controller.BeforeSaveOnly{L: ckptInfo{ps: ps, dir: modelDir, tables: sparseNames(pr.Features)}})
 		}
-		ctl, err := controller.Serve(o.ControllerListen, modelDir, barrier, saver, cm, logger)
+		st, err := serveTLS()
+		if err != nil {
+			return nil, err
+		}
+		ctl, err := controller.Serve(o.ControllerListen, modelDir, barrier, saver, cm, logger, st)
 		if err != nil {
 			return nil, fmt.Errorf("pipelines/train: %w", err)
 		}

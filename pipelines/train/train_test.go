@@ -304,7 +304,7 @@ func TestZooKeeperPS(t *testing.T) {
 	c.Epochs, c.EvalInput, c.PS.Shards = 1, "", 2
 	ctx := context.Background()
 	_, ps := localPS(t, c, 2)
-	reg, err := discovery.NewZK(ctx, "train-test", zk.Addr(), nil)
+	reg, err := discovery.NewZK(ctx, "train-test", zk.Addr(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

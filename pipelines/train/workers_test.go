@@ -136,7 +136,7 @@ func TestFollowsMembership(t *testing.T) {
 	_, second := localPS(t, c, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	reg, err := discovery.NewZK(ctx, "follow", zk.Addr(), nil)
+	reg, err := discovery.NewZK(ctx, "follow", zk.Addr(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,9 +15,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
@@ -45,6 +46,7 @@ type options struct {
 	log                      *slog.Logger
 	maxMsg                   int
 	dialOpts                 []grpc.DialOption
+	tls                      *tls.Config
 	metrics                  *Metrics
 }
 
@@ -85,6 +87,10 @@ func WithBackoff(initial, maxDelay time.Duration) Option {
 
 // WithMaxMessageBytes bounds gRPC messages both ways (default 64 MiB; match the servers').
 func WithMaxMessageBytes(n int) Option { return func(o *options) { o.maxMsg = n } }
+
+// WithTLS dials the shards over TLS with cfg (internal/tlsconf; nil: plaintext, the
+// default).
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // WithDialOptions appends gRPC dial options (credentials, interceptors, ...).
 func WithDialOptions(opts ...grpc.DialOption) Option {
@@ -158,7 +164,7 @@ func (c *Client) dial(addr string) (*conn, error) {
 	bo := backoff.DefaultConfig
 	bo.MaxDelay = 5 * time.Second
 	dopts := append(codec.DialOptions(c.opts.maxMsg),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		tlsconf.DialOption(c.opts.tls),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: c.opts.dialTimeout}))
 	dopts = append(dopts, c.opts.dialOpts...)
 	cc, err := grpc.NewClient(addr, dopts...)

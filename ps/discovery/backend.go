@@ -91,7 +91,8 @@ func New(ctx context.Context, c Config, env func(string) (string, bool)) (Backen
 		}
 		return b, b.Identity(), nil
 	case TypeZK, "":
-		b, err := NewZK(ctx, c.JobName, c.ZKServers, c.Logger)
+		auth, _ := env("ZK_AUTH")
+		b, err := NewZK(ctx, c.JobName, c.ZKServers, auth, c.Logger)
 		return b, none, err
 	}
 	return nil, none, fmt.Errorf("%w: discovery type %q (want one of %s)", ErrInvalidArgument, c.Type, strings.Join(Types, ", "))
@@ -170,7 +171,10 @@ type ZK struct {
 }
 
 // NewZK connects to servers (comma-separated) and ensures /monolith/{job}; ctx bounds both.
-func NewZK(ctx context.Context, job, servers string, logger *slog.Logger) (*ZK, error) {
+// With auth ("user:password", what New reads from ZK_AUTH) the client authenticates as
+// that digest user and the nodes it creates are that user's alone: other clients can
+// neither read the membership nor replace a registration.
+func NewZK(ctx context.Context, job, servers, auth string, logger *slog.Logger) (*ZK, error) {
 	list, err := ParseServers(servers)
 	if err != nil {
 		return nil, err
@@ -179,7 +183,7 @@ func NewZK(ctx context.Context, job, servers string, logger *slog.Logger) (*ZK, 
 		return nil, fmt.Errorf("%w: zk discovery job name %q", ErrInvalidArgument, job)
 	}
 	z := &ZK{prefix: "/monolith/" + job}
-	if z.c, err = connect(ctx, list, logger); err != nil {
+	if z.c, err = connect(ctx, list, auth, logger); err != nil {
 		return nil, fmt.Errorf("ps/discovery: zk %s: %w", z.prefix, err)
 	}
 	if err := z.c.EnsurePath(ctx, z.prefix); err != nil {
@@ -255,7 +259,7 @@ func ClearZKPath(ctx context.Context, servers, job string, force bool, logger *s
 	if job == "" || strings.ContainsAny(job, "/") {
 		return fmt.Errorf("%w: zk discovery job name %q", ErrInvalidArgument, job)
 	}
-	c, err := connect(ctx, list, logger)
+	c, err := connect(ctx, list, "", logger)
 	if err != nil {
 		return fmt.Errorf("ps/discovery: clear /monolith/%s: %w", job, err)
 	}

@@ -147,7 +147,7 @@ func TestZKBackend(t *testing.T) {
 		t.Error("Register after Close succeeded")
 	}
 	for _, bad := range [][3]string{{"", "0", "a:1"}, {"a/b", "0", "a:1"}, {"ps", "-1", "a:1"}, {"ps", "0", "nohost"}} {
-		b2, err := NewZK(ctx, "job2", srv.Addr(), log)
+		b2, err := NewZK(ctx, "job2", srv.Addr(), "", log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,7 +109,16 @@ func orDiscard(l *slog.Logger) *slog.Logger {
 }
 
 // connect opens a Client on servers, waiting for its first session until ctx ends (there
-// is no other bound).
-func connect(ctx context.Context, servers []string, logger *slog.Logger) (*zk.Client, error) {
-	return zk.Connect(ctx, zk.Options{Servers: servers, SessionTimeout: SessionTimeout, Logger: orDiscard(logger), ConnectTimeout: -1})
+// is no other bound). With auth ("user:password", ZK_AUTH) it authenticates as that digest
+// user and creates its nodes for that user alone.
+func connect(ctx context.Context, servers []string, auth string, logger *slog.Logger) (*zk.Client, error) {
+	o := zk.Options{Servers: servers, SessionTimeout: SessionTimeout, Logger: orDiscard(logger), ConnectTimeout: -1, Auth: auth}
+	if auth != "" {
+		acl, err := zk.DigestACL(auth)
+		if err != nil {
+			return nil, err
+		}
+		o.ACL = acl
+	}
+	return zk.Connect(ctx, o)
 }

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestZKBackendSurvivesExpiry(t *testing.T) {
 	proxy := srv.NewProxy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	defer cancel()
-	z, err := NewZK(ctx, "exp", proxy.Addr(), log)
+	z, err := NewZK(ctx, "exp", proxy.Addr(), "", log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestZKBackendSurvivesExpiry(t *testing.T) {
 	if err := z.Register(ctx, "ps", 1, "ps1:7000"); err != nil {
 		t.Fatal(err)
 	}
-	reader, err := NewZK(ctx, "exp", srv.Addr(), log)
+	reader, err := NewZK(ctx, "exp", srv.Addr(), "", log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,5 +51,56 @@ func TestZKBackendSurvivesExpiry(t *testing.T) {
 			t.Fatalf("no re-registration after the session expired: %v, %v", got, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestZKDigestAuth: with ZK_AUTH the registration belongs to that digest user: a client
+// with the same credentials reads it, one without them can neither read the membership
+// nor replace the registration, and a malformed auth is an error.
+func TestZKDigestAuth(t *testing.T) {
+	srv := zktest.Start(t)
+	log := zktest.NewLogger(t).Slog()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	env := func(auth string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			if k == "ZK_AUTH" && auth != "" {
+				return auth, true
+			}
+			return "", false
+		}
+	}
+	open := func(auth string) Backend {
+		b, _, err := New(ctx, Config{Type: TypeZK, JobName: "secure", ZKServers: srv.Addr(), Logger: log}, env(auth))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	owner := open("alice:secret")
+	if err := owner.Register(ctx, "ps", 0, "127.0.0.1:7000"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := open("alice:secret").Query(ctx, "ps"); err != nil || got[0] != "127.0.0.1:7000" {
+		t.Fatalf("the same user reads %v, %v", got, err)
+	}
+	qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer qcancel()
+	for name, auth := range map[string]string{"no auth": "", "another user": "mallory:x"} {
+		intruder := open(auth)
+		if got, err := intruder.Query(qctx, "ps"); err == nil {
+			t.Errorf("%s reads the membership: %v", name, got)
+		}
+		if err := intruder.Register(qctx, "ps", 0, "127.0.0.1:6666"); err == nil {
+			t.Errorf("%s replaced the registration", name)
+		}
+	}
+	if got, err := open("alice:secret").Query(ctx, "ps"); err != nil || got[0] != "127.0.0.1:7000" {
+		t.Fatalf("after the intruders: %v, %v", got, err)
+	}
+	if _, _, err := New(ctx, Config{Type: TypeZK, JobName: "secure2", ZKServers: srv.Addr(), Logger: log}, env("nocolon")); err == nil ||
+		!strings.Contains(err.Error(), "not user:password") || strings.Contains(err.Error(), "nocolon") {
+		t.Errorf("malformed ZK_AUTH: %v (want an error that does not print it)", err)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,6 +89,9 @@ type Options struct {
 	// monolith_ps_nonfinite_gradients_skipped_total). A non-finite learning rate is always
 	// rejected.
 	NonFiniteGradients string
+	// TLS, when set, serves gRPC over TLS with it (internal/tlsconf; ClientAuth set for
+	// mutual TLS). Nil serves plaintext.
+	TLS *tls.Config
 	// Seed seeds the tables' random initializers; each table of each shard derives its own.
 	Seed uint64
 	// Logger receives lifecycle and error logs (default slog.Default()).

@@ -28,6 +28,7 @@ import (
 	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/ps/checkpoint"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
@@ -140,7 +141,7 @@ func New(opts Options) (*Server, error) {
 	}
 
 	s.grpc = grpc.NewServer(append(codec.ServerOptions(opts.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(s.recoverInterceptor))...)
+		grpc.ChainUnaryInterceptor(s.recoverInterceptor), tlsconf.ServerOption(opts.TLS))...)
 	pspb.RegisterParameterServerServer(s.grpc, s)
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

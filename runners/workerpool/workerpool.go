@@ -27,6 +27,7 @@ package workerpool
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,8 @@ import (
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	"google.golang.org/grpc"
+
+	"github.com/monolith-go/monolith/internal/tlsconf"
 )
 
 // ErrOptions is wrapped by the errors of Options.Validate.
@@ -65,6 +68,9 @@ type Options struct {
 	KillWait time.Duration
 	// Output receives the workers' stdout and stderr (nil: os.Stderr).
 	Output io.Writer
+	// TLS serves gRPC over TLS (internal/tlsconf; nil: plaintext, which is what Beam's
+	// runners dial).
+	TLS *tls.Config
 }
 
 // DefaultOptions returns the defaults, without a Command.
@@ -153,7 +159,7 @@ func New(o Options, logger *slog.Logger) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runners/workerpool: %w", err)
 	}
-	p := &Pool{o: o, log: logger, lis: lis, srv: grpc.NewServer()}
+	p := &Pool{o: o, log: logger, lis: lis, srv: grpc.NewServer(tlsconf.ServerOption(o.TLS))}
 	p.mu.workers = map[string]*worker{}
 	fnpb.RegisterBeamFnExternalWorkerPoolServer(p.srv, p)
 	return p, nil

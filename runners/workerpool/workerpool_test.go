@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/monolith-go/monolith/internal/tlsconf/tlstest"
 	"github.com/monolith-go/monolith/runners/workerpool"
 )
 
@@ -400,4 +401,26 @@ func TestWorkerDiesWithPool(t *testing.T) {
 	_ = cmd.Wait()
 	killed = true
 	waitFor(t, fmt.Sprintf("worker %d to die with its pool", pid), 10*time.Second, func() bool { return !alive(pid) })
+}
+
+// TestPoolTLS: the worker pool serves mutual TLS when asked.
+func TestPoolTLS(t *testing.T) {
+	files := tlstest.New(t)
+	st, err := files.Good.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := workerpool.New(workerpool.Options{Command: []string{os.Args[0]}, TLS: st}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-served })
+	tlstest.Check(t, files, p.Addr(), func(ctx context.Context, cc *grpc.ClientConn) error {
+		// Stopping a worker that does not exist is answered with an error message.
+		_, err := fnpb.NewBeamFnExternalWorkerPoolClient(cc).StopWorker(ctx, &fnpb.StopWorkerRequest{WorkerId: "none"})
+		return err
+	})
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
 	"github.com/monolith-go/monolith/serving/hostutil"
 )
@@ -55,6 +57,8 @@ type ServiceOptions struct {
 	Listen string
 	// Logger receives one debug line per call; nil discards.
 	Logger *slog.Logger
+	// TLS serves gRPC over TLS (internal/tlsconf; nil: plaintext).
+	TLS *tls.Config
 }
 
 // Service is the AgentService gRPC server (§1.2).
@@ -92,7 +96,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		return nil, fmt.Errorf("serving/agent: AgentService listen on %s: %w", opts.Listen, err)
 	}
 	s := &Service{opts: opts, log: orDiscard(opts.Logger), lis: lis, done: make(chan struct{})}
-	s.srv = grpc.NewServer()
+	s.srv = grpc.NewServer(tlsconf.ServerOption(opts.TLS))
 	pb.RegisterAgentServiceServer(s.srv, s)
 	return s, nil
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/tlsconf/tlstest"
 	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
@@ -215,4 +216,24 @@ func TestServiceV1Watcher(t *testing.T) {
 	if err != nil || !slices.Equal(gr.GetAddressList().GetAddress(), []string{"10.0.1.1:8500", "10.0.1.2:8500"}) {
 		t.Errorf("GetReplicas(PS, 1) = %v, %v", gr, err)
 	}
+}
+
+// TestServiceTLS: the AgentService serves mutual TLS when asked: a client with a
+// certificate of the CA is answered, plaintext and foreign certificates are refused.
+func TestServiceTLS(t *testing.T) {
+	files := tlstest.New(t)
+	st, err := files.Good.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewService(ServiceOptions{Version: 3, Addrs: func() map[string][]string { return nil }, TLS: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { s.Stop(context.Background()); <-s.Done() })
+	tlstest.Check(t, files, s.Addr(), func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := pb.NewAgentServiceClient(cc).HeartBeat(ctx, &pb.HeartBeatRequest{})
+		return err
+	})
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,8 @@ type V1Options struct {
 	Listen string
 	// ReusePort binds the AgentService with SO_REUSEPORT (dense MPS agents).
 	ReusePort bool
+	// TLS serves the AgentService over TLS (internal/tlsconf; nil: plaintext).
+	TLS *tls.Config
 	// Logger receives the agent's messages (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -237,7 +240,7 @@ func (a *V1) Start(ctx context.Context) (err error) {
 	}
 	a.service, err = NewService(ServiceOptions{
 		Version: 1, Replicas: a.replicas, IDC: a.cfg.Host.IDC, Cluster: a.cfg.Host.Cluster,
-		DCAware: a.cfg.DCAware, Listen: listen, ReusePort: a.opts.ReusePort, Logger: a.log,
+		DCAware: a.cfg.DCAware, Listen: listen, ReusePort: a.opts.ReusePort, Logger: a.log, TLS: a.opts.TLS,
 	})
 	if err != nil {
 		return err

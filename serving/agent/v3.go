@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,8 @@ type V3Options struct {
 	ReportInterval, SyncInterval time.Duration
 	// Listen is the AgentService address; default 127.0.0.1:{agent_port}.
 	Listen string
+	// TLS serves the AgentService over TLS (internal/tlsconf; nil: plaintext).
+	TLS *tls.Config
 	// AvailableMemory answers GetResource's memory (nil: GetResource fails).
 	AvailableMemory func() (int64, error)
 	// Metrics records the sub-graphs' states, layout changes and reload requests (nil:
@@ -249,7 +252,7 @@ func (a *V3) Start(ctx context.Context) (err error) {
 		listen = net127(a.cfg.AgentPort)
 	}
 	a.service, err = NewService(ServiceOptions{
-		Version: 3, Addrs: a.addrs, Listen: listen, Logger: a.log,
+		Version: 3, Addrs: a.addrs, Listen: listen, Logger: a.log, TLS: a.opts.TLS,
 		Resource: func(context.Context) (*pb.GetResourceResponse, error) { return a.resource() },
 	})
 	if err != nil {

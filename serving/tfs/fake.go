@@ -2,6 +2,7 @@ package tfs
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/hostutil"
@@ -66,6 +68,8 @@ type FakeOptions struct {
 	Step time.Duration
 	// Logger receives lifecycle and state-change logs (default slog.Default()).
 	Logger *slog.Logger
+	// TLS serves gRPC over TLS (internal/tlsconf; nil: plaintext).
+	TLS *tls.Config
 }
 
 // DefaultFakeOptions returns the defaults: loopback ephemeral port, 100 ms steps, a
@@ -179,7 +183,7 @@ func NewFake(opts FakeOptions) (*Fake, error) {
 		return nil, fmt.Errorf("serving/tfs: fake: listen: %w", err)
 	}
 	f.lis = lis
-	f.grpc = grpc.NewServer()
+	f.grpc = grpc.NewServer(tlsconf.ServerOption(opts.TLS))
 	pb.RegisterModelServiceServer(f.grpc, f)
 	pb.RegisterPredictionServiceServer(f.grpc, predictionServer{f: f})
 	return f, nil

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/monolith-go/monolith/internal/tlsconf/tlstest"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
 )
@@ -396,4 +398,28 @@ func TestFakeOptions(t *testing.T) {
 	if err := f.Serve(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Serve after Close: %v", err)
 	}
+}
+
+// TestFakeTLS: the fake TF Serving serves mutual TLS when asked.
+func TestFakeTLS(t *testing.T) {
+	files := tlstest.New(t)
+	st, err := files.Good.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFake(FakeOptions{TLS: st, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	tlstest.Check(t, files, f.Addr(), func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := pb.NewModelServiceClient(cc).GetModelStatus(ctx, &pb.GetModelStatusRequest{ModelSpec: &pb.ModelSpec{Name: "none"}})
+		if status.Code(err) == codes.NotFound {
+			return nil // answered: no such model
+		}
+		return err
+	})
 }

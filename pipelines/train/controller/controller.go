@@ -11,6 +11,7 @@
 package controller
 
 import (
+	"crypto/tls"
 	"context"
 	"errors"
 	"fmt"
@@ -25,10 +26,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/ps/pause"
 	pb "github.com/monolith-go/monolith/schemas/controllerpb"
 )
@@ -210,8 +211,9 @@ type Server struct {
 
 // Serve binds listen ("127.0.0.1:0" when empty), serves the controller in a goroutine and
 // writes its address atomically to {modelDir}/controller_server_addr.txt (creating
-// modelDir). Its RPCs are counted in m (nil: not counted).
-func Serve(listen, modelDir string, barrier Barrier, trainer Trainer, m *Metrics, log *slog.Logger) (*Server, error) {
+// modelDir). Its RPCs are counted in m (nil: not counted). It serves TLS with tc
+// (internal/tlsconf), plaintext when nil.
+func Serve(listen, modelDir string, barrier Barrier, trainer Trainer, m *Metrics, log *slog.Logger, tc *tls.Config) (*Server, error) {
 	if barrier == nil || trainer == nil {
 		return nil, errors.New("controller: Serve needs a barrier and a trainer")
 	}
@@ -225,7 +227,7 @@ func Serve(listen, modelDir string, barrier Barrier, trainer Trainer, m *Metrics
 	if err != nil {
 		return nil, fmt.Errorf("controller: listen %s: %w", listen, err)
 	}
-	s := &Server{barrier: barrier, trainer: trainer, modelDir: modelDir, log: log, lis: lis, srv: grpc.NewServer(grpc.UnaryInterceptor(m.interceptor)), done: make(chan struct{})}
+	s := &Server{barrier: barrier, trainer: trainer, modelDir: modelDir, log: log, lis: lis, srv: grpc.NewServer(grpc.UnaryInterceptor(m.interceptor), tlsconf.ServerOption(tc)), done: make(chan struct{})}
 	pb.RegisterControllerServer(s.srv, s)
 	if err := writeAddr(modelDir, lis.Addr().String()); err != nil {
 		_ = lis.Close()
@@ -324,8 +326,8 @@ type Client struct {
 }
 
 // Dial reads {modelDir}/controller_server_addr.txt and returns a client of that address
-// (client_lib.get_stub_from_model_dir).
-func Dial(modelDir string) (*Client, error) {
+// (client_lib.get_stub_from_model_dir), over TLS with tc when it is not nil.
+func Dial(modelDir string, tc *tls.Config) (*Client, error) {
 	b, err := os.ReadFile(filepath.Join(modelDir, AddrFile))
 	if err != nil {
 		return nil, fmt.Errorf("controller: no running training job in %s: %w", modelDir, err)
@@ -334,7 +336,7 @@ func Dial(modelDir string) (*Client, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("controller: %s holds %q, not host:port", filepath.Join(modelDir, AddrFile), addr)
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, tlsconf.DialOption(tc))
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}

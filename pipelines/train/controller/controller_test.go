@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
+	"github.com/monolith-go/monolith/internal/tlsconf/tlstest"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server"
@@ -93,7 +95,7 @@ func TestControllerService(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ms.Close()
-	srv, err := Serve("", modelDir, b, &Saver{PS: ps, Metrics: m}, m, nil) // no save barrier: the workers here do not step
+	srv, err := Serve("", modelDir, b, &Saver{PS: ps, Metrics: m}, m, nil, nil) // no save barrier: the workers here do not step
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestControllerService(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(modelDir, AddrFile)); string(got) != srv.Addr() {
 		t.Fatalf("%s holds %q, want %q", AddrFile, got, srv.Addr())
 	}
-	c, err := Dial(modelDir)
+	c, err := Dial(modelDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,13 +303,13 @@ func TestBarrierPausesWorker(t *testing.T) {
 
 func TestDialErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Dial(dir); err == nil {
+	if _, err := Dial(dir, nil); err == nil {
 		t.Error("Dial without an address file succeeded")
 	}
 	if err := os.WriteFile(filepath.Join(dir, AddrFile), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dial(dir); err == nil {
+	if _, err := Dial(dir, nil); err == nil {
 		t.Error("Dial of a malformed address succeeded")
 	}
 }
@@ -393,5 +395,42 @@ func TestGateRejoinsRestartedShard(t *testing.T) {
 	}
 	if err := g.Close(ctx); err != nil { // gone already: nothing to leave
 		t.Fatalf("leaving a barrier that forgot the worker: %v", err)
+	}
+}
+
+// TestControllerTLS: a controller serving mutual TLS answers a client with a certificate
+// of its CA and refuses a plaintext one.
+func TestControllerTLS(t *testing.T) {
+	files := tlstest.New(t)
+	st, err := files.Good.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := files.Good.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ps := startPS(t, filepath.Join(dir, "ps"))
+	b := ps.TrainingBarrier()
+	srv, err := Serve("", dir, b, &Saver{PS: ps}, nil, nil, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(time.Second)
+	for _, tc := range []struct {
+		name string
+		tls  *tls.Config
+		ok   bool
+	}{{"mutual TLS", ct, true}, {"plaintext", nil, false}} {
+		c, err := Dial(dir, tc.tls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.GetBlockStatus(callCtx(t), &pb.GetBlockStatusRequest{})
+		c.Close()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: GetBlockStatus: %v (want ok %v)", tc.name, err, tc.ok)
+		}
 	}
 }
