@@ -27,8 +27,8 @@ import (
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/mix"
-	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/internal/tlsconf"
+	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"

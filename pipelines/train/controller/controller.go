@@ -11,8 +11,8 @@
 package controller
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
