@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -201,6 +202,60 @@ func FuzzBatchApply(f *testing.F) {
 		}
 		for i, r := range req.Requests {
 			checkApply(t, s, r, resp.Responses[i])
+		}
+	})
+}
+
+// rawCodec sends the fuzzer's bytes as the request message and keeps the reply's bytes:
+// the server decodes them with its own codec.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// FuzzGRPC drives a served PS through gRPC: the fuzzer picks a method of the service and
+// the request's bytes, which go through the server's codec, interceptors and handler. The
+// server must answer every call (with any status but a crash or UNKNOWN) and keep
+// serving: a health check after each call must succeed.
+func FuzzGRPC(f *testing.F) {
+	o := testOptions(f)
+	o.MaxFidsPerRequest = fuzzMaxFids
+	r := startWith(f, o, nil)
+	methods := pspb.ParameterServer_ServiceDesc.Methods
+	for i, m := range []proto.Message{
+		&pspb.LookupRequest{Table: "emb", DimSize: 4, Fids: []int64{1, 2}},
+		&pspb.ApplyGradientsRequest{Table: "emb", DimSize: 4, Fids: []int64{1}, Gradients: []float32{1, 2, 3, 4}},
+		&pspb.BatchLookupRequest{Requests: []*pspb.LookupRequest{{Table: "two", DimSize: 3, Fids: []int64{3}}}},
+		&pspb.GlobalStepRequest{Increment: 1, RequestId: "x"},
+		&pspb.TrainingBarrierRequest{Op: pspb.TrainingBarrierRequest_WAIT, Index: 3},
+		&pspb.GetStatsRequest{IncludeTableStats: true, SlotCountTables: []string{"emb"}},
+	} {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for k := range methods {
+			f.Add(uint8(k), b)
+		}
+		f.Add(uint8(i), []byte{0xff, 0xff, 0xff})
+	}
+	f.Fuzz(func(t *testing.T, k uint8, data []byte) {
+		method := "/" + pspb.ParameterServer_ServiceDesc.ServiceName + "/" + methods[int(k)%len(methods)].MethodName
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		var reply []byte
+		err := r.cc.Invoke(ctx, method, &data, &reply, grpc.ForceCodec(rawCodec{}))
+		if c := status.Code(err); c == codes.Unknown {
+			t.Fatalf("%s: %v", method, err)
+		}
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer hcancel()
+		if _, err := r.stub.HealthCheck(hctx, &pspb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("the server stopped answering after %s: %v", method, err)
 		}
 	})
 }
