@@ -8,6 +8,7 @@ import (
 
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/pipelines/train/ckptstate"
+	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/checkpoint"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/server"
@@ -62,8 +63,8 @@ type stateRecorder struct {
 
 func (stateRecorder) BeforeSave(context.Context, int64) error { return nil }
 
-func (r stateRecorder) AfterSave(_ context.Context, step int64) error {
-	_, err := ckptstate.Record(r.dir, step, r.keep)
+func (r stateRecorder) AfterSave(ctx context.Context, step int64) error {
+	_, err := ckptstate.Record(r.dir, step, r.keep, !controller.SaveConsistent(ctx))
 	return err
 }
 

@@ -586,14 +586,20 @@ func startSaver(ctx context.Context, ps *client.Client, saver *controller.Saver,
 			if err != nil || step < next {
 				continue
 			}
-			if step, err = saver.Save(ctx); err != nil {
+			res, err := saver.Save(ctx)
+			if err != nil {
 				if ctx.Err() == nil {
 					s.err = fmt.Errorf("pipelines/train: periodic %w", err)
 				}
 				return
 			}
+			step = res.Step
 			if progress != nil {
-				fmt.Fprintf(progress, "train: checkpoint at global step %d\n", step)
+				note := ""
+				if !res.Consistent {
+					note = fmt.Sprintf(" (not consistent: workers %v did not pause)", res.Running)
+				}
+				fmt.Fprintf(progress, "train: checkpoint at global step %d%s\n", step, note)
 			}
 			for next <= step {
 				next += everySteps

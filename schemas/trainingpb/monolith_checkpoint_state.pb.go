@@ -91,8 +91,13 @@ type MonolithCheckpointState struct {
 	ExemptModelCheckpointPaths  []string                               `protobuf:"bytes,1,rep,name=exempt_model_checkpoint_paths,json=exemptModelCheckpointPaths" json:"exempt_model_checkpoint_paths,omitempty"`
 	LastCheckpointSaveTimestamp *int64                                 `protobuf:"varint,2,opt,name=last_checkpoint_save_timestamp,json=lastCheckpointSaveTimestamp" json:"last_checkpoint_save_timestamp,omitempty"`
 	BuiltinHashTableType        *MonolithCheckpointState_HashTableType `protobuf:"varint,3,opt,name=builtin_hash_table_type,json=builtinHashTableType,enum=monolith.native_training.MonolithCheckpointState_HashTableType" json:"builtin_hash_table_type,omitempty"`
-	unknownFields               protoimpl.UnknownFields
-	sizeCache                   protoimpl.SizeCache
+	// monolith-go's extension, numbered away from Monolith's fields: the listed checkpoints
+	// whose save could not be consistent (workers still ran after the saver's wait limit),
+	// so a restore knows they may mix steps. Monolith's reader does not know the field; it
+	// is written only for such a checkpoint, and dropped with it.
+	InconsistentModelCheckpointPaths []string `protobuf:"bytes,100,rep,name=inconsistent_model_checkpoint_paths,json=inconsistentModelCheckpointPaths" json:"inconsistent_model_checkpoint_paths,omitempty"`
+	unknownFields                    protoimpl.UnknownFields
+	sizeCache                        protoimpl.SizeCache
 }
 
 func (x *MonolithCheckpointState) Reset() {
@@ -146,15 +151,23 @@ func (x *MonolithCheckpointState) GetBuiltinHashTableType() MonolithCheckpointSt
 	return MonolithCheckpointState_UNKNOWN
 }
 
+func (x *MonolithCheckpointState) GetInconsistentModelCheckpointPaths() []string {
+	if x != nil {
+		return x.InconsistentModelCheckpointPaths
+	}
+	return nil
+}
+
 var File_monolith_native_training_monolith_checkpoint_state_proto protoreflect.FileDescriptor
 
 const file_monolith_native_training_monolith_checkpoint_state_proto_rawDesc = "" +
 	"\n" +
-	"8monolith/native_training/monolith_checkpoint_state.proto\x12\x18monolith.native_training\"\xe7\x02\n" +
+	"8monolith/native_training/monolith_checkpoint_state.proto\x12\x18monolith.native_training\"\xb6\x03\n" +
 	"\x17MonolithCheckpointState\x12A\n" +
 	"\x1dexempt_model_checkpoint_paths\x18\x01 \x03(\tR\x1aexemptModelCheckpointPaths\x12C\n" +
 	"\x1elast_checkpoint_save_timestamp\x18\x02 \x01(\x03R\x1blastCheckpointSaveTimestamp\x12v\n" +
-	"\x17builtin_hash_table_type\x18\x03 \x01(\x0e2?.monolith.native_training.MonolithCheckpointState.HashTableTypeR\x14builtinHashTableType\"L\n" +
+	"\x17builtin_hash_table_type\x18\x03 \x01(\x0e2?.monolith.native_training.MonolithCheckpointState.HashTableTypeR\x14builtinHashTableType\x12M\n" +
+	"#inconsistent_model_checkpoint_paths\x18d \x03(\tR inconsistentModelCheckpointPaths\"L\n" +
 	"\rHashTableType\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x13\n" +
 	"\x0fCUCKOO_HASH_MAP\x10\x01\x12\x19\n" +

@@ -182,6 +182,9 @@ func FormatMonolithState(s *trainingpb.MonolithCheckpointState) []byte {
 	if s.BuiltinHashTableType != nil {
 		fmt.Fprintf(&b, "builtin_hash_table_type: %s\n", s.GetBuiltinHashTableType())
 	}
+	for _, p := range s.GetInconsistentModelCheckpointPaths() {
+		fmt.Fprintf(&b, "inconsistent_model_checkpoint_paths: %s\n", pytext.Quote(p))
+	}
 	return []byte(b.String())
 }
 
@@ -443,8 +446,10 @@ func StepOf(p string) (int64, error) {
 // Record adds the checkpoint at step to {dir}/checkpoint as the newest and keeps the newest
 // keep of the listed ones (keep ≤ 0: all) plus the exempt paths of
 // {dir}/monolith_checkpoint, which are never dropped. Paths are stored relative to dir, as TF does. It returns the
-// dropped paths (absolute); deleting their files is the caller's.
-func Record(dir string, step int64, keep int) (dropped []string, err error) {
+// dropped paths (absolute); deleting their files is the caller's. A checkpoint saved while
+// workers still ran (inconsistent) is listed in monolith_checkpoint's
+// inconsistent_model_checkpoint_paths (our extension) until retention drops it.
+func Record(dir string, step int64, keep int, inconsistent bool) (dropped []string, err error) {
 	s, err := ReadState(dir, StateName)
 	if err != nil {
 		return nil, err
@@ -487,6 +492,23 @@ func Record(dir string, step int64, keep int) (dropped []string, err error) {
 	out := &tfcorepb.CheckpointState{ModelCheckpointPath: rel(name)}
 	for _, p := range paths {
 		out.AllModelCheckpointPaths = append(out.AllModelCheckpointPaths, rel(p))
+	}
+	// The inconsistent list: this checkpoint when it is one, less what is no longer listed.
+	old := ms.GetInconsistentModelCheckpointPaths()
+	marks := slices.DeleteFunc(slices.Clone(old), func(p string) bool {
+		return p == rel(name) || !slices.Contains(out.AllModelCheckpointPaths, p)
+	})
+	if inconsistent {
+		marks = append(marks, rel(name))
+	}
+	if !slices.Equal(marks, old) {
+		if ms == nil {
+			ms = &trainingpb.MonolithCheckpointState{}
+		}
+		ms.InconsistentModelCheckpointPaths = marks
+		if err := WriteMonolithState(dir, ms); err != nil {
+			return nil, err
+		}
 	}
 	return dropped, WriteState(dir, StateName, out)
 }

@@ -215,6 +215,45 @@ func TestSyncRestoreC1(t *testing.T) {
 	}
 }
 
+// TestRecordInconsistent: a checkpoint saved while workers ran is listed in
+// monolith_checkpoint until a consistent save of the same step replaces it or retention
+// drops it; the exempt paths stay.
+func TestRecordInconsistent(t *testing.T) {
+	dir := t.TempDir()
+	exempt := []string{filepath.Join(dir, "model.ckpt-1")}
+	if err := WriteMonolithState(dir, &trainingpb.MonolithCheckpointState{ExemptModelCheckpointPaths: exempt}); err != nil {
+		t.Fatal(err)
+	}
+	marks := func() []string {
+		ms, err := ReadMonolithState(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ms.GetExemptModelCheckpointPaths(), exempt) {
+			t.Fatalf("exempt paths became %v", ms.GetExemptModelCheckpointPaths())
+		}
+		return ms.GetInconsistentModelCheckpointPaths()
+	}
+	for _, tc := range []struct {
+		step         int64
+		inconsistent bool
+		want         []string
+	}{
+		{2, true, []string{"model.ckpt-2"}},
+		{3, false, []string{"model.ckpt-2"}},
+		{4, true, []string{"model.ckpt-4"}}, // keep 2 (and the exempt 1): model.ckpt-2 is dropped
+		{4, false, nil},                     // saved again, consistently
+		{5, true, []string{"model.ckpt-5"}},
+	} {
+		if _, err := Record(dir, tc.step, 2, tc.inconsistent); err != nil {
+			t.Fatal(err)
+		}
+		if got := marks(); !slices.Equal(got, tc.want) {
+			t.Errorf("after step %d (inconsistent %v): %v, want %v", tc.step, tc.inconsistent, got, tc.want)
+		}
+	}
+}
+
 // TestRecord: retention keeps the newest, never the exempt ones, stores relative paths.
 func TestRecord(t *testing.T) {
 	dir := t.TempDir()
@@ -223,7 +262,7 @@ func TestRecord(t *testing.T) {
 	}
 	var dropped []string
 	for _, step := range []int64{1, 2, 3, 4, 4} {
-		d, err := Record(dir, step, 2)
+		d, err := Record(dir, step, 2, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,8 @@ type Barrier interface {
 	Remove(ctx context.Context) error
 	// Status is the barrier's state and the joined workers' block status.
 	Status(ctx context.Context) (pause.Status, error)
+	// Leave frees index i (the saver frees the slots of workers that never paused).
+	Leave(ctx context.Context, i int) error
 }
 
 // WorkerBarrier is a worker's side of the training barrier.

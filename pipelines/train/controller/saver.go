@@ -61,6 +61,12 @@ type SavePS interface {
 // step, runs AfterSave, and removes the barrier. A barrier already placed (an operator's
 // pause) is used as it is and left placed. Saves are serialized. Saver is also the
 // controller's Trainer.
+//
+// Workers that have not paused after MaxPending are dead or stuck: the saver frees their
+// slots, so that later saves do not wait for them (a live one joins again at its next step
+// boundary, see Gate), and saves anyway. Monolith went ahead silently; here the save says
+// so: SaveResult.Consistent is false, the listeners see it (SaveConsistent) and the state
+// recorder lists the checkpoint as inconsistent.
 type Saver struct {
 	PS      SavePS
 	Barrier Barrier // nil: no barrier, the workers go on during the save
@@ -83,8 +89,35 @@ func (s *Saver) SaveCheckpoint(ctx context.Context) error {
 	return err
 }
 
+// free leaves the slots of workers that never paused.
+func (s *Saver) free(ctx context.Context, running []int32, log *slog.Logger) {
+	for _, i := range running {
+		if err := s.Barrier.Leave(ctx, int(i)); err != nil && !errors.Is(err, pause.ErrNotJoined) {
+			log.Warn("checkpoint: free the slot of a worker that did not pause", "index", i, "err", err)
+		}
+	}
+}
+
+// SaveResult is what a save wrote.
+type SaveResult struct {
+	Step int64
+	// Consistent is false when workers still ran after MaxPending; Running are their
+	// barrier indexes, whose slots were freed.
+	Consistent bool
+	Running    []int32
+}
+
+type consistencyKey struct{}
+
+// SaveConsistent reports, inside a SaveListener's call, whether the save is consistent
+// (every worker paused); outside a save it is true.
+func SaveConsistent(ctx context.Context) bool {
+	v, ok := ctx.Value(consistencyKey{}).(bool)
+	return !ok || v
+}
+
 // Save writes a checkpoint and returns its step.
-func (s *Saver) Save(ctx context.Context) (step int64, err error) {
+func (s *Saver) Save(ctx context.Context) (res SaveResult, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	start := time.Now()
@@ -93,8 +126,9 @@ func (s *Saver) Save(ctx context.Context) (step int64, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	res.Consistent = true
 	if s.Barrier != nil {
-		owned, herr := s.hold(ctx, log)
+		owned, running, herr := s.hold(ctx, log)
 		if owned {
 			defer func() {
 				if rerr := s.Barrier.Remove(context.WithoutCancel(ctx)); rerr != nil {
@@ -103,43 +137,59 @@ func (s *Saver) Save(ctx context.Context) (step int64, err error) {
 			}()
 		}
 		if herr != nil {
-			return 0, herr
+			return res, herr
+		}
+		if len(running) > 0 {
+			s.free(ctx, running, log)
+			res.Consistent, res.Running = false, running
 		}
 	}
-	if step, err = s.PS.GlobalStep(ctx, 0, ""); err != nil {
-		return 0, fmt.Errorf("controller: checkpoint: global step: %w", err)
+	step, err := s.PS.GlobalStep(ctx, 0, "")
+	if err != nil {
+		return res, fmt.Errorf("controller: checkpoint: global step: %w", err)
 	}
+	res.Step = step
+	if !res.Consistent {
+		log.Warn("checkpoint: not consistent: workers still ran after the wait limit; their slots are freed",
+			"step", step, "running", res.Running, "limit", s.maxPending())
+	}
+	lctx := context.WithValue(ctx, consistencyKey{}, res.Consistent)
 	for _, l := range s.Listeners {
-		if err := l.BeforeSave(ctx, step); err != nil {
-			return step, fmt.Errorf("controller: before the checkpoint at step %d: %w", step, err)
+		if err := l.BeforeSave(lctx, step); err != nil {
+			return res, fmt.Errorf("controller: before the checkpoint at step %d: %w", step, err)
 		}
 	}
 	if _, err := s.PS.SaveAt(ctx, step); err != nil {
-		return step, fmt.Errorf("controller: checkpoint at step %d: %w", step, err)
+		return res, fmt.Errorf("controller: checkpoint at step %d: %w", step, err)
 	}
 	for _, l := range s.Listeners {
-		if err := l.AfterSave(ctx, step); err != nil {
-			return step, fmt.Errorf("controller: after the checkpoint at step %d: %w", step, err)
+		if err := l.AfterSave(lctx, step); err != nil {
+			return res, fmt.Errorf("controller: after the checkpoint at step %d: %w", step, err)
 		}
 	}
-	return step, nil
+	return res, nil
+}
+
+// maxPending is MaxPending or its default.
+func (s *Saver) maxPending() time.Duration {
+	if s.MaxPending <= 0 {
+		return 30 * time.Second
+	}
+	return s.MaxPending
 }
 
 // hold places the save barrier and waits for the workers; owned reports whether this save
-// placed it.
-func (s *Saver) hold(ctx context.Context, log *slog.Logger) (owned bool, err error) {
+// placed it, running the workers that had not paused by the wait limit.
+func (s *Saver) hold(ctx context.Context, log *slog.Logger) (owned bool, running []int32, err error) {
 	switch err := s.Barrier.Place(ctx, ActionSave); {
 	case errors.Is(err, pause.ErrAlreadyPlaced):
 		log.Info("checkpoint: the barrier is placed already; saving under it")
 	case err != nil:
-		return false, fmt.Errorf("controller: place the save barrier: %w", err)
+		return false, nil, fmt.Errorf("controller: place the save barrier: %w", err)
 	default:
 		owned = true
 	}
-	pending, poll := s.MaxPending, s.Poll
-	if pending <= 0 {
-		pending = 30 * time.Second
-	}
+	pending, poll := s.maxPending(), s.Poll
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
@@ -147,18 +197,17 @@ func (s *Saver) hold(ctx context.Context, log *slog.Logger) (owned bool, err err
 	for {
 		st, err := s.Barrier.Status(ctx)
 		if err != nil {
-			return owned, fmt.Errorf("controller: save barrier status: %w", err)
+			return owned, nil, fmt.Errorf("controller: save barrier status: %w", err)
 		}
 		if len(st.Unblocked) == 0 {
-			return owned, nil
+			return owned, nil, nil
 		}
 		if time.Now().After(deadline) {
-			log.Warn("checkpoint: workers still running after the pending limit", "unblocked", st.Unblocked, "limit", pending)
-			return owned, nil
+			return owned, st.Unblocked, nil
 		}
 		select {
 		case <-ctx.Done():
-			return owned, context.Cause(ctx)
+			return owned, nil, context.Cause(ctx)
 		case <-time.After(poll):
 		}
 	}

@@ -53,6 +53,19 @@ func (r recorder) String() string { return r.name }
 // operator's pause it saves without waiting and leaves the pause in place; listener
 // wrappers forward one phase each (hook_utils_test.py); a failing save still removes the
 // barrier.
+// consistencyProbe records SaveConsistent in both phases.
+type consistencyProbe struct{ seen *[]bool }
+
+func (p consistencyProbe) BeforeSave(ctx context.Context, _ int64) error {
+	*p.seen = append(*p.seen, SaveConsistent(ctx))
+	return nil
+}
+
+func (p consistencyProbe) AfterSave(ctx context.Context, _ int64) error {
+	*p.seen = append(*p.seen, SaveConsistent(ctx))
+	return nil
+}
+
 func TestSaver(t *testing.T) {
 	ctx := context.Background()
 	b := NewLocal()
@@ -75,9 +88,9 @@ func TestSaver(t *testing.T) {
 		_, err := g.Boundary(ctx)
 		worker <- err
 	}()
-	step, err := s.Save(ctx)
-	if err != nil || step != 42 {
-		t.Fatalf("Save = %d, %v", step, err)
+	res, err := s.Save(ctx)
+	if err != nil || res.Step != 42 || !res.Consistent {
+		t.Fatalf("Save = %+v, %v; want a consistent save at 42", res, err)
 	}
 	if err := <-worker; err != nil {
 		t.Fatal(err)
@@ -97,19 +110,46 @@ func TestSaver(t *testing.T) {
 	}
 
 	// Under an operator's pause: the save waits for the worker at most MaxPending (it is not
-	// at a boundary here) and the pause stays.
+	// at a boundary here: dead or stuck), frees its slot, says the save is not consistent
+	// (to the listeners too), and the pause stays.
 	ps.calls, log = nil, nil
 	s.MaxPending = 20 * time.Millisecond
+	var seen []bool
+	s.Listeners = append(s.Listeners, consistencyProbe{&seen})
 	if err := b.Place(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Save(ctx); err != nil {
-		t.Fatal(err)
+	res, err = s.Save(ctx)
+	if err != nil || res.Consistent || !slices.Equal(res.Running, []int32{0}) {
+		t.Fatalf("save with a worker that never pauses: %+v, %v; want inconsistent, running [0]", res, err)
 	}
-	if st := b.B.Status(); !st.Placed || st.Action != "" || len(ps.calls) != 1 || !strings.Contains(ps.calls[0], `action=""`) {
+	if !slices.Equal(seen, []bool{false, false}) {
+		t.Errorf("listeners saw consistent %v, want false before and after", seen)
+	}
+	st := b.B.Status()
+	if !st.Placed || st.Action != "" || len(ps.calls) != 1 || !strings.Contains(ps.calls[0], `action=""`) {
 		t.Errorf("save under a pause: %+v, calls %q", st, ps.calls)
 	}
+	if len(st.Blocked)+len(st.Unblocked) != 0 {
+		t.Errorf("the slot of the worker that did not pause is still held: %+v", st)
+	}
+	// The next save does not wait for it; the worker, alive after all, joins again at its
+	// next boundary and pauses there.
+	start := time.Now()
+	if res, err := s.Save(ctx); err != nil || !res.Consistent || time.Since(start) > time.Second {
+		t.Errorf("save after freeing: %+v, %v in %v", res, err, time.Since(start))
+	}
+	g.Observe(b.B.Placed())
+	resumed := make(chan error, 1)
+	go func() { _, err := g.Boundary(ctx); resumed <- err }()
+	for st := b.B.Status(); !slices.Equal(st.Blocked, []int32{0}); st = b.B.Status() {
+		time.Sleep(time.Millisecond)
+	}
 	b.B.Remove()
+	if err := <-resumed; err != nil {
+		t.Fatalf("the freed worker at its boundary: %v", err)
+	}
+	s.Listeners = s.Listeners[:len(s.Listeners)-1]
 
 	// A failing save is reported and removes its barrier; MaxPending bounds the wait for a
 	// worker that never pauses.
