@@ -44,7 +44,8 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	maxSub := fs.Int("max-sub-requests", d.MaxSubRequests, "maximum sub-requests of one batch call")
 	maxID := fs.Int("max-request-id-bytes", d.MaxRequestIDBytes, "maximum request id length")
 	nonFinite := fs.String("nonfinite-gradients", d.NonFiniteGradients, "a NaN or infinite gradient: reject the apply (status 1, naming the value and the fid) or skip the fids it touches (counted in monolith_ps_nonfinite_gradients_skipped_total)")
-	dedupWindow := fs.Int("dedup-window", d.DedupWindow, "recent request ids remembered to answer retried applies and global-step increments as duplicates (negative: off)")
+	dedupWindow := fs.Int("dedup-window", d.DedupWindow, "recent request ids remembered per requester (a training worker) to answer retried applies and global-step increments as duplicates, saved with each checkpoint; about (tables + 1) per step of a bundle (negative: off)")
+	dedupRequesters := fs.Int("dedup-requesters", d.DedupRequesters, "requesters (training workers) with a duplicate window; beyond it the least recently used is forgotten")
 	seed := fs.Uint64("seed", 0, "seed of the random initializers")
 	verbose := fs.Bool("v", false, "verbose logging")
 	tlsc := tlsconf.AddFlags(fs)
@@ -112,7 +113,7 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		Tables: cfg, CheckpointDir: *ckptDir, SaveEvery: *saveEvery, KeepCheckpoints: *keep,
 		MaxFidsPerRequest: *maxFids, MaxMessageBytes: *maxMsg, MemLimitBytes: *memLimit,
 		MaxSubRequests: *maxSub, MaxRequestIDBytes: *maxID, NonFiniteGradients: *nonFinite,
-		DedupWindow: *dedupWindow, Seed: *seed, Logger: log, TLS: serverTLS,
+		DedupWindow: *dedupWindow, DedupRequesters: *dedupRequesters, Seed: *seed, Logger: log, TLS: serverTLS,
 	}
 	srv, err := server.New(opts) // validates opts
 	if errors.Is(err, server.ErrInvalidOptions) {

@@ -92,7 +92,13 @@ type Meta struct {
 	Step      int64
 	Shard     int
 	NumShards int
+	// Applied are the request ids the shard had applied (its duplicate window), saved in
+	// AppliedName and given back by ReadApplied.
+	Applied []*pspb.AppliedRequest
 }
+
+// AppliedName is the file of a checkpoint folder holding Meta.Applied.
+const AppliedName = "applied.ids"
 
 // Result describes a written checkpoint.
 type Result struct {
@@ -228,6 +234,25 @@ func write(ctx context.Context, tmp string, meta Meta, tables []*table.Table) (R
 		}
 		res.Entries += int64(ct.Entries)
 		m.Tables = append(m.Tables, ct)
+	}
+	if len(meta.Applied) > 0 {
+		var buf []byte
+		var err error
+		m.AppliedFile, m.AppliedCount = AppliedName, uint64(len(meta.Applied))
+		m.AppliedBytes, m.AppliedCrc32C, err = writeFile(filepath.Join(tmp, AppliedName), records(func(w *tfrecord.Writer) error {
+			for _, a := range meta.Applied {
+				if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf[:0], a); err != nil {
+					return err
+				}
+				if err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		if err != nil {
+			return res, fmt.Errorf("applied request ids: %w", err)
+		}
 	}
 	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(m)
 	if err != nil {
@@ -489,6 +514,46 @@ func restore(ctx context.Context, path string, m *pspb.CheckpointManifest, table
 		if err := restoreTable(ctx, path, ct, byName[ct.GetName()]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ReadApplied calls fn with each applied request id the checkpoint at path (manifest m)
+// saved, checking the file's size, checksum and count; a checkpoint without them calls
+// nothing.
+func ReadApplied(path string, m *pspb.CheckpointManifest, fn func(*pspb.AppliedRequest) error) error {
+	switch m.GetAppliedFile() {
+	case "":
+		return nil
+	case AppliedName:
+	default:
+		return fmt.Errorf("%w: %s: applied_file %q, want %q", ErrCorrupt, path, m.GetAppliedFile(), AppliedName)
+	}
+	var n uint64
+	err := readFile(path, m.GetAppliedFile(), m.GetAppliedBytes(), m.GetAppliedCrc32C(), func(r *tfrecord.Reader) error {
+		a := &pspb.AppliedRequest{}
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := proto.Unmarshal(rec, a); err != nil {
+				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
+			}
+			if err := fn(a); err != nil {
+				return err
+			}
+			n++
+		}
+	})
+	if err == nil && n != m.GetAppliedCount() {
+		err = fmt.Errorf("%s holds %d request ids, the manifest says %d", filepath.Join(path, m.GetAppliedFile()), n, m.GetAppliedCount())
+	}
+	if err != nil {
+		return fmt.Errorf("%w: applied request ids: %w", ErrCorrupt, err)
 	}
 	return nil
 }

@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"math"
+	"strings"
 	"sync"
+
+	"github.com/monolith-go/monolith/schemas/pspb"
 )
 
 // dedupWindow remembers the request ids of the most recent reservations, so that a retried
@@ -153,5 +157,114 @@ func (r reservation) wakeLocked() {
 	if r.e.wait != nil {
 		close(r.e.wait)
 		r.e.wait = nil
+	}
+}
+
+// dedupSet is a shard's duplicate window: one dedupWindow of capacity ids per requester,
+// the part of a request id before its first ':' or '/' (training's run id, one per worker
+// process), so that one worker's ids never push another's out of the window. It holds at
+// most maxParts windows; a requester beyond that evicts the one used least recently. A nil
+// *dedupSet is disabled. Methods are safe for concurrent use.
+type dedupSet struct {
+	mu       sync.Mutex
+	parts    map[string]*dedupPart
+	capacity int
+	maxParts int
+	clock    uint64
+}
+
+type dedupPart struct {
+	w    *dedupWindow
+	used uint64
+}
+
+// newDedupSet returns a set of windows of capacity ids for up to maxParts requesters;
+// capacity < 1 returns nil (disabled).
+func newDedupSet(capacity, maxParts int) *dedupSet {
+	if capacity < 1 {
+		return nil
+	}
+	return &dedupSet{parts: map[string]*dedupPart{}, capacity: capacity, maxParts: max(1, maxParts)}
+}
+
+// requester is the part of id before its first ':' or '/' ("" when it has neither).
+func requester(id string) string {
+	if i := strings.IndexAny(id, ":/"); i >= 0 {
+		return id[:i]
+	}
+	return ""
+}
+
+// window returns the requester's window of id, creating it (and evicting the least
+// recently used one when full).
+func (d *dedupSet) window(id string) *dedupWindow {
+	key := requester(id)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.clock++
+	p := d.parts[key]
+	if p == nil {
+		if len(d.parts) >= d.maxParts {
+			var oldest string
+			var at uint64 = math.MaxUint64
+			for k, q := range d.parts {
+				if q.used < at {
+					oldest, at = k, q.used
+				}
+			}
+			delete(d.parts, oldest)
+		}
+		p = &dedupPart{w: newDedupWindow(d.capacity)}
+		d.parts[key] = p
+	}
+	p.used = d.clock
+	return p.w
+}
+
+// begin is dedupWindow.begin in the window of id's requester.
+func (d *dedupSet) begin(ctx context.Context, id string) (reservation, int64, bool, error) {
+	if d == nil || id == "" {
+		return reservation{}, 0, false, nil
+	}
+	return d.window(id).begin(ctx, id)
+}
+
+// snapshot lists the committed ids of every window, oldest first within each, with their
+// values: what a checkpoint saves.
+func (d *dedupSet) snapshot() []*pspb.AppliedRequest {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	windows := make([]*dedupWindow, 0, len(d.parts))
+	for _, p := range d.parts {
+		windows = append(windows, p.w)
+	}
+	d.mu.Unlock()
+	var out []*pspb.AppliedRequest
+	for _, w := range windows {
+		w.mu.Lock()
+		n := len(w.ring)
+		for i := range n {
+			e := w.ring[(w.head+i)%n]
+			if e.state == committed && w.ids[e.id] == e {
+				out = append(out, &pspb.AppliedRequest{Id: e.id, Value: e.value})
+			}
+		}
+		w.mu.Unlock()
+	}
+	return out
+}
+
+// load records id as applied with value (a restored checkpoint's).
+func (d *dedupSet) load(id string, value int64) {
+	if d == nil || id == "" {
+		return
+	}
+	w := d.window(id)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ids[id] == nil {
+		w.insertLocked(&dedupEntry{id: id, value: value, state: committed})
 	}
 }

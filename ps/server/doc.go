@@ -36,8 +36,12 @@
 // ApplyGradients (and each BatchApplyGradients sub-request) and GlobalStep may carry a
 // request_id, an idempotency key chosen by the client, so that a retry whose first attempt
 // was applied (its answer lost) is not applied twice. The shard keeps a window of the
-// Options.DedupWindow most recent ids (default 65536, one window for both RPCs; negative
-// disables it) as a map plus a FIFO ring: the oldest id is forgotten first.
+// Options.DedupWindow most recent ids per requester (default 16384, one window for both
+// RPCs; negative disables it) as a map plus a FIFO ring: the oldest id is forgotten first.
+// The requester is the part of the id before its first ':' or '/' (training's run id), at
+// most Options.DedupRequesters of them (default 32, least recently used evicted). Each
+// checkpoint saves the applied ids and a restore loads them, so a retry of an update the
+// restored checkpoint holds is a duplicate, and one it lost is applied.
 //
 //   - The id is checked and reserved atomically after validation and before the table is
 //     touched. A success keeps it; a failure (status_code 1, an error, a panic) releases
@@ -49,8 +53,8 @@
 //   - Duplicates count in GetStats.duplicate_requests and
 //     monolith_ps_duplicate_requests_total, and as ApplyGradients requests.
 //
-// Limits: the window lives in memory (a restart forgets it), an id older than the window
-// applies again, and the id alone identifies a request (its contents are not compared). An
+// Limits: ids applied after the last checkpoint are forgotten by a restart (their updates
+// are lost with them), an id older than its requester's window applies again, and the id alone identifies a request (its contents are not compared). An
 // apply that fails half-way through the table (a failing allocation) has stepped some fids
 // before its id is released, so its retry steps those twice, as without an id.
 //

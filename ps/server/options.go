@@ -30,7 +30,8 @@ const (
 	DefaultMaxRequestIDBytes = 256
 	DefaultMaxMessageBytes   = codec.DefaultMaxMessageBytes
 	DefaultMemLimitBytes     = int64(1) << 62 // Monolith's monolith_default_machine_info_mem_limit
-	DefaultDedupWindow       = 1 << 16
+	DefaultDedupWindow       = 1 << 14
+	DefaultDedupRequesters   = 32
 )
 
 // Options configure one PS shard. Zero numeric and string fields take the defaults of
@@ -77,11 +78,18 @@ type Options struct {
 	// MemLimitBytes is the HealthCheck memory limit on the resident set (default 2^62).
 	MemLimitBytes int64
 	// DedupWindow is how many recent request ids (ApplyGradients, its batch sub-requests and
-	// GlobalStep share one window) the shard remembers to answer retries as duplicates
-	// instead of applying them again (default 65536; a negative value disables request-id
-	// deduplication). The window is in memory only: a restart forgets it. Each remembered
-	// id costs about 100 bytes plus its length.
+	// GlobalStep share one window) the shard remembers per requester to answer retries as
+	// duplicates instead of applying them again (default 16384; a negative value disables
+	// request-id deduplication). A requester is the part of an id before its first ':' or
+	// '/': training's run id, one per worker process, so one worker's ids never push
+	// another's out. Size it to the ids a retried bundle can resend: training sends about
+	// (tables + 1) per step, so 16384 covers bundles (input files) of some 3,000 steps with
+	// 4 tables. The window is saved with each checkpoint and restored with it. Each
+	// remembered id costs about 100 bytes plus its length.
 	DedupWindow int
+	// DedupRequesters bounds the requesters with a window (default 32); a new one beyond
+	// it evicts the window used least recently.
+	DedupRequesters int
 	// NonFiniteGradients is the policy for a NaN or infinite gradient: NonFiniteReject
 	// (the default: the whole apply fails with status_code 1, naming the value and the
 	// fid, and nothing is applied) or NonFiniteSkip (the fids whose gradient rows hold one
@@ -116,6 +124,7 @@ func DefaultOptions() Options {
 		MaxMessageBytes:    DefaultMaxMessageBytes,
 		MemLimitBytes:      DefaultMemLimitBytes,
 		DedupWindow:        DefaultDedupWindow,
+		DedupRequesters:    DefaultDedupRequesters,
 		NonFiniteGradients: NonFiniteReject,
 	}
 }
@@ -146,6 +155,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DedupWindow == 0 {
 		o.DedupWindow = d.DedupWindow
+	}
+	if o.DedupRequesters <= 0 {
+		o.DedupRequesters = d.DedupRequesters
 	}
 	if o.NonFiniteGradients == "" {
 		o.NonFiniteGradients = d.NonFiniteGradients

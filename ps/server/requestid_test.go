@@ -246,8 +246,9 @@ func TestGlobalStepConcurrent(t *testing.T) {
 	}
 }
 
-// TestGlobalStepSurvivesRestart: the counter is saved with a checkpoint and restored by
-// New over the same CheckpointDir; increments after the save die with a kill.
+// TestGlobalStepSurvivesRestart: the counter and the applied request ids are saved with a
+// checkpoint and restored by New over the same CheckpointDir; increments after the save
+// die with a kill, and so do their ids, so their retries apply again.
 func TestGlobalStepSurvivesRestart(t *testing.T) {
 	o := testOptions(t)
 	o.CheckpointDir = t.TempDir()
@@ -257,16 +258,20 @@ func TestGlobalStepSurvivesRestart(t *testing.T) {
 	if _, err := r.stub.Save(testCtx(t), &pspb.SaveRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	globalStep(t, r, 100, "") // lost: no save before the kill
+	globalStep(t, r, 100, "b") // lost: no save before the kill
 	r.srv.Close()
 
 	r2 := start(t, o)
 	if got := globalStep(t, r2, 0, ""); got.Step != 8 {
 		t.Fatalf("restored step %d, want 8", got.Step)
 	}
-	// The window is not persisted: an id from before the restart applies again.
-	if got := globalStep(t, r2, 1, "a"); got.Step != 9 || got.Duplicate {
-		t.Fatalf("after restart: %v", got)
+	// "a" is in the checkpoint: its retry is a duplicate answering its first step.
+	if got := globalStep(t, r2, 1, "a"); got.Step != 5 || !got.Duplicate {
+		t.Fatalf("retry of a saved id after restart: %v, want step 5, duplicate", got)
+	}
+	// "b" died with the kill: its retry applies (here with increment 1).
+	if got := globalStep(t, r2, 1, "b"); got.Step != 9 || got.Duplicate {
+		t.Fatalf("retry of a lost id after restart: %v, want step 9, applied", got)
 	}
 	if err := r2.stop(t); err != nil { // graceful: final save
 		t.Fatal(err)
@@ -274,5 +279,71 @@ func TestGlobalStepSurvivesRestart(t *testing.T) {
 	r3 := start(t, o)
 	if got := globalStep(t, r3, 0, ""); got.Step != 9 {
 		t.Fatalf("step %d after a graceful restart, want 9", got.Step)
+	}
+}
+
+// TestDedupPerRequester: each requester (the id's part before ':' or '/') has a window of
+// its own: a worker sending more ids than the window holds pushes out only its own, and
+// the requester used least recently goes when there are too many.
+func TestDedupPerRequester(t *testing.T) {
+	o := testOptions(t)
+	o.DedupWindow, o.DedupRequesters = 4, 2
+	r := start(t, o)
+	apply := func(id string) bool {
+		t.Helper()
+		resp, err := r.stub.ApplyGradients(testCtx(t), applyReq(id, 1))
+		if err != nil || resp.StatusCode != 0 {
+			t.Fatal(resp, err)
+		}
+		return resp.Duplicate
+	}
+	apply("w1:0/emb")
+	for i := range 10 { // worker 2 floods: 10 ids through a window of 4
+		apply("w2:" + string(rune('a'+i)) + "/emb")
+	}
+	if !apply("w1:0/emb") {
+		t.Errorf("worker 1's id was pushed out by worker 2's")
+	}
+	if apply("w2:a/emb") {
+		t.Errorf("worker 2's oldest id is still in its window of 4")
+	}
+	apply("w3:0/emb") // a third requester: worker 1 (used before worker 2's last id) goes
+	if !apply("w2:j/emb") {
+		t.Errorf("worker 2, used most recently, lost its window to a third requester")
+	}
+	if apply("w1:0/emb") {
+		t.Errorf("worker 1, used least recently, kept its window beside 2 others (limit 2)")
+	}
+}
+
+// TestApplyIDsSurviveRestart: the applied ids are saved with the checkpoint: after a kill
+// and a restart from it, a retry of an update the checkpoint holds is a duplicate, and one
+// made after the save (lost with the kill) applies again, so the weight ends as if each
+// update was applied once.
+func TestApplyIDsSurviveRestart(t *testing.T) {
+	o := testOptions(t)
+	o.CheckpointDir = t.TempDir()
+	r := start(t, o)
+	for _, id := range []string{"w:1/two", "w:2/two"} {
+		if _, err := r.stub.ApplyGradients(testCtx(t), applyReq(id, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.stub.Save(testCtx(t), &pspb.SaveRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.stub.ApplyGradients(testCtx(t), applyReq("w:3/two", 1)); err != nil { // lost
+		t.Fatal(err)
+	}
+	r.srv.Close()
+	r2 := start(t, o)
+	for i, id := range []string{"w:1/two", "w:2/two", "w:3/two"} { // the bundle, retried whole
+		resp, err := r2.stub.ApplyGradients(testCtx(t), applyReq(id, 1))
+		if err != nil || resp.Duplicate != (i < 2) {
+			t.Errorf("retry of %s after the restart: duplicate %v, %v; want %v", id, resp.GetDuplicate(), err, i < 2)
+		}
+	}
+	if w := weight0(t, r2); w != -3 {
+		t.Errorf("weight %v after the retried bundle, want -3 (three updates, each once)", w)
 	}
 }

@@ -61,7 +61,7 @@ type Server struct {
 	// step is the global step: GlobalStep adds to it, ApplyGradients raises it to the
 	// largest global_step seen, checkpoints save it and restore sets it.
 	step     atomic.Int64
-	dedup    *dedupWindow // recent request ids; nil when disabled
+	dedup    *dedupSet // recent request ids per requester; nil when disabled
 	barriers *barriers
 	pause    *pause.Barrier // the training barrier (TrainingBarrier)
 	readRSS  func() (int64, error)
@@ -105,7 +105,7 @@ func New(opts Options) (*Server, error) {
 		log:      opts.Logger.With("shard", opts.Shard, "num_shards", opts.NumShards),
 		byName:   make(map[string]*table.Table),
 		readRSS:  readRSS,
-		dedup:    newDedupWindow(opts.DedupWindow),
+		dedup:    newDedupSet(opts.DedupWindow, opts.DedupRequesters),
 		stopping: make(chan struct{}),
 		closed:   make(chan struct{}),
 		served:   make(chan struct{}),
@@ -221,11 +221,19 @@ func (s *Server) restore() error {
 	}
 	s.step.Store(man.GetStep())
 	s.restored = path
+	var applied int
+	if err := checkpoint.ReadApplied(path, man, func(a *pspb.AppliedRequest) error {
+		s.dedup.load(a.GetId(), a.GetValue())
+		applied++
+		return nil
+	}); err != nil {
+		return fmt.Errorf("ps/server: shard %d: restore checkpoint %s (not starting empty over it): %w", s.opts.Shard, path, err)
+	}
 	var entries int64
 	for _, t := range s.tables {
 		entries += t.Stats().Size
 	}
-	s.log.Info("restored checkpoint", "path", path, "step", man.GetStep(), "entries", entries, "took", time.Since(start))
+	s.log.Info("restored checkpoint", "path", path, "step", man.GetStep(), "entries", entries, "applied_request_ids", applied, "took", time.Since(start))
 	return nil
 }
 
@@ -388,7 +396,10 @@ func (s *Server) save(ctx context.Context, reason string, step int64) (checkpoin
 	if step <= 0 {
 		step = s.step.Load()
 	}
-	meta := checkpoint.Meta{Step: step, Shard: s.opts.Shard, NumShards: s.opts.NumShards}
+	// The applied ids are taken before the tables: under the consistent saver (workers
+	// paused) both agree exactly; an apply landing between the two would be applied again
+	// by a retry after a restore, never lost.
+	meta := checkpoint.Meta{Step: step, Shard: s.opts.Shard, NumShards: s.opts.NumShards, Applied: s.dedup.snapshot()}
 	res, err := checkpoint.Save(ctx, s.ckptDir, meta, s.tables)
 	if err != nil {
 		s.metrics.saveErrors.Inc()

@@ -1766,6 +1766,14 @@ type CheckpointManifest struct {
 	NumShards     int32                  `protobuf:"varint,4,opt,name=num_shards,json=numShards,proto3" json:"num_shards,omitempty"`
 	CreatedUnix   int64                  `protobuf:"varint,5,opt,name=created_unix,json=createdUnix,proto3" json:"created_unix,omitempty"`
 	Tables        []*CheckpointTable     `protobuf:"bytes,6,rep,name=tables,proto3" json:"tables,omitempty"`
+	// The request ids the shard had applied when it saved (its duplicate window), as
+	// AppliedRequest records in TFRecord framing, relative to the checkpoint directory; empty
+	// when there were none. A restored shard answers them as duplicates, so a retry of an
+	// update the checkpoint holds is not applied twice.
+	AppliedFile   string `protobuf:"bytes,7,opt,name=applied_file,json=appliedFile,proto3" json:"applied_file,omitempty"`
+	AppliedCount  uint64 `protobuf:"varint,8,opt,name=applied_count,json=appliedCount,proto3" json:"applied_count,omitempty"`
+	AppliedBytes  uint64 `protobuf:"varint,9,opt,name=applied_bytes,json=appliedBytes,proto3" json:"applied_bytes,omitempty"`
+	AppliedCrc32C uint32 `protobuf:"fixed32,10,opt,name=applied_crc32c,json=appliedCrc32c,proto3" json:"applied_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1842,6 +1850,87 @@ func (x *CheckpointManifest) GetTables() []*CheckpointTable {
 	return nil
 }
 
+func (x *CheckpointManifest) GetAppliedFile() string {
+	if x != nil {
+		return x.AppliedFile
+	}
+	return ""
+}
+
+func (x *CheckpointManifest) GetAppliedCount() uint64 {
+	if x != nil {
+		return x.AppliedCount
+	}
+	return 0
+}
+
+func (x *CheckpointManifest) GetAppliedBytes() uint64 {
+	if x != nil {
+		return x.AppliedBytes
+	}
+	return 0
+}
+
+func (x *CheckpointManifest) GetAppliedCrc32C() uint32 {
+	if x != nil {
+		return x.AppliedCrc32C
+	}
+	return 0
+}
+
+// One applied request id and the value its duplicates answer (the step of a GlobalStep).
+type AppliedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Value         int64                  `protobuf:"varint,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppliedRequest) Reset() {
+	*x = AppliedRequest{}
+	mi := &file_monolith_ps_ps_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppliedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppliedRequest) ProtoMessage() {}
+
+func (x *AppliedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_monolith_ps_ps_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppliedRequest.ProtoReflect.Descriptor instead.
+func (*AppliedRequest) Descriptor() ([]byte, []int) {
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AppliedRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AppliedRequest) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
 type CheckpointTable struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1863,7 +1952,7 @@ type CheckpointTable struct {
 
 func (x *CheckpointTable) Reset() {
 	*x = CheckpointTable{}
-	mi := &file_monolith_ps_ps_proto_msgTypes[25]
+	mi := &file_monolith_ps_ps_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +1964,7 @@ func (x *CheckpointTable) String() string {
 func (*CheckpointTable) ProtoMessage() {}
 
 func (x *CheckpointTable) ProtoReflect() protoreflect.Message {
-	mi := &file_monolith_ps_ps_proto_msgTypes[25]
+	mi := &file_monolith_ps_ps_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +1977,7 @@ func (x *CheckpointTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointTable.ProtoReflect.Descriptor instead.
 func (*CheckpointTable) Descriptor() ([]byte, []int) {
-	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{25}
+	return file_monolith_ps_ps_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CheckpointTable) GetName() string {
@@ -2125,7 +2214,7 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"occurrence\x121\n" +
 	"\x06filter\x18\x04 \x01(\v2\x19.monolith.ps.FilterConfigR\x06filter\">\n" +
 	"\fTablesConfig\x12.\n" +
-	"\x06tables\x18\x01 \x03(\v2\x16.monolith.ps.TableSpecR\x06tables\"\xdd\x01\n" +
+	"\x06tables\x18\x01 \x03(\v2\x16.monolith.ps.TableSpecR\x06tables\"\xf1\x02\n" +
 	"\x12CheckpointManifest\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\x05R\rformatVersion\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x03R\x04step\x12\x14\n" +
@@ -2133,7 +2222,15 @@ const file_monolith_ps_ps_proto_rawDesc = "" +
 	"\n" +
 	"num_shards\x18\x04 \x01(\x05R\tnumShards\x12!\n" +
 	"\fcreated_unix\x18\x05 \x01(\x03R\vcreatedUnix\x124\n" +
-	"\x06tables\x18\x06 \x03(\v2\x1c.monolith.ps.CheckpointTableR\x06tables\"\xee\x02\n" +
+	"\x06tables\x18\x06 \x03(\v2\x1c.monolith.ps.CheckpointTableR\x06tables\x12!\n" +
+	"\fapplied_file\x18\a \x01(\tR\vappliedFile\x12#\n" +
+	"\rapplied_count\x18\b \x01(\x04R\fappliedCount\x12#\n" +
+	"\rapplied_bytes\x18\t \x01(\x04R\fappliedBytes\x12%\n" +
+	"\x0eapplied_crc32c\x18\n" +
+	" \x01(\aR\rappliedCrc32c\"6\n" +
+	"\x0eAppliedRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value\"\xee\x02\n" +
 	"\x0fCheckpointTable\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03dim\x18\x02 \x01(\x05R\x03dim\x12\x12\n" +
@@ -2174,7 +2271,7 @@ func file_monolith_ps_ps_proto_rawDescGZIP() []byte {
 }
 
 var file_monolith_ps_ps_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_monolith_ps_ps_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_monolith_ps_ps_proto_goTypes = []any{
 	(TrainingBarrierRequest_Op)(0),                    // 0: monolith.ps.TrainingBarrierRequest.Op
 	(FilterConfig_Type)(0),                            // 1: monolith.ps.FilterConfig.Type
@@ -2203,26 +2300,27 @@ var file_monolith_ps_ps_proto_goTypes = []any{
 	(*TableSpec)(nil),                                 // 24: monolith.ps.TableSpec
 	(*TablesConfig)(nil),                              // 25: monolith.ps.TablesConfig
 	(*CheckpointManifest)(nil),                        // 26: monolith.ps.CheckpointManifest
-	(*CheckpointTable)(nil),                           // 27: monolith.ps.CheckpointTable
-	nil,                                               // 28: monolith.ps.GetStatsResponse.SlotCountsEntry
-	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 29: monolith.hash_table.EmbeddingHashTableConfig
-	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 30: monolith.hash_table.SlotOccurrenceThresholdConfig
+	(*AppliedRequest)(nil),                            // 27: monolith.ps.AppliedRequest
+	(*CheckpointTable)(nil),                           // 28: monolith.ps.CheckpointTable
+	nil,                                               // 29: monolith.ps.GetStatsResponse.SlotCountsEntry
+	(*hashtablepb.EmbeddingHashTableConfig)(nil),      // 30: monolith.hash_table.EmbeddingHashTableConfig
+	(*hashtablepb.SlotOccurrenceThresholdConfig)(nil), // 31: monolith.hash_table.SlotOccurrenceThresholdConfig
 }
 var file_monolith_ps_ps_proto_depIdxs = []int32{
 	11, // 0: monolith.ps.GetStatsResponse.tables:type_name -> monolith.ps.TableStats
-	28, // 1: monolith.ps.GetStatsResponse.slot_counts:type_name -> monolith.ps.GetStatsResponse.SlotCountsEntry
+	29, // 1: monolith.ps.GetStatsResponse.slot_counts:type_name -> monolith.ps.GetStatsResponse.SlotCountsEntry
 	2,  // 2: monolith.ps.BatchLookupRequest.requests:type_name -> monolith.ps.LookupRequest
 	3,  // 3: monolith.ps.BatchLookupResponse.responses:type_name -> monolith.ps.LookupResponse
 	4,  // 4: monolith.ps.BatchApplyGradientsRequest.requests:type_name -> monolith.ps.ApplyGradientsRequest
 	5,  // 5: monolith.ps.BatchApplyGradientsResponse.responses:type_name -> monolith.ps.ApplyGradientsResponse
 	0,  // 6: monolith.ps.TrainingBarrierRequest.op:type_name -> monolith.ps.TrainingBarrierRequest.Op
 	1,  // 7: monolith.ps.FilterConfig.type:type_name -> monolith.ps.FilterConfig.Type
-	29, // 8: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
-	30, // 9: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
+	30, // 8: monolith.ps.TableSpec.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	31, // 9: monolith.ps.TableSpec.occurrence:type_name -> monolith.hash_table.SlotOccurrenceThresholdConfig
 	23, // 10: monolith.ps.TableSpec.filter:type_name -> monolith.ps.FilterConfig
 	24, // 11: monolith.ps.TablesConfig.tables:type_name -> monolith.ps.TableSpec
-	27, // 12: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
-	29, // 13: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
+	28, // 12: monolith.ps.CheckpointManifest.tables:type_name -> monolith.ps.CheckpointTable
+	30, // 13: monolith.ps.CheckpointTable.config:type_name -> monolith.hash_table.EmbeddingHashTableConfig
 	2,  // 14: monolith.ps.ParameterServer.Lookup:input_type -> monolith.ps.LookupRequest
 	4,  // 15: monolith.ps.ParameterServer.ApplyGradients:input_type -> monolith.ps.ApplyGradientsRequest
 	6,  // 16: monolith.ps.ParameterServer.Barrier:input_type -> monolith.ps.BarrierRequest
@@ -2261,7 +2359,7 @@ func file_monolith_ps_ps_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_monolith_ps_ps_proto_rawDesc), len(file_monolith_ps_ps_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
