@@ -3,17 +3,19 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/internal/zk"
@@ -43,6 +45,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "verbose logging")
 	tlsc := tlsconf.AddFlags(fs) // the AgentService's
 	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://`ADDR`/metrics (default off; a bare port binds 127.0.0.1; dense MPS child i serves port+1+i)")
+	grace := fs.Duration("stop-grace", 10*time.Second, "dense MPS mode: how long the agents get to stop after SIGTERM before SIGKILL")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith agent --conf FILE [flags]\n\n"+
 			"Runs the serving agent of the conf's agent_version: 1 supervises the ps/entry/dense TF Serving\n"+
@@ -71,7 +74,9 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if cfg, err = cfg.Resolve(env, config.FreePort); err != nil {
 		return err
 	}
-	writePlatformConfig(cfg, log)
+	if !mpsChild { // the MPS parent writes it once for its children
+		writePlatformConfig(cfg, log)
+	}
 
 	// Metrics: bound before anything starts, so that an address in use fails here.
 	var am *agent.Metrics
@@ -93,7 +98,16 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 
 	if cfg.DeployType == config.DeployDense && cfg.DenseServiceNum > 1 && !mpsChild {
-		return runAgentMPS(ctx, cfg, *conf, *tfsLog, *metricsListen, log)
+		// Every flag the user set goes to the children, but the ones given per child.
+		var inherit []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "conf", "tfs_log", "metrics-listen":
+			default:
+				inherit = append(inherit, "--"+f.Name+"="+f.Value.String())
+			}
+		})
+		return runAgentMPS(ctx, cfg, *conf, *tfsLog, *metricsListen, inherit, *grace, log)
 	}
 	mo := modelmgr.DefaultOptions()
 	mo.ModelName, mo.SourcePath, mo.ReceivePath = cfg.RoughSortModelName, cfg.RoughSortModelP2PPath, cfg.RoughSortModelLocalPath
@@ -159,12 +173,13 @@ type v1Replicas struct {
 func (r v1Replicas) Stop() { r.Manager.Stop(); r.mon.Close() }
 
 // writePlatformConfig writes the platform config text to platform_config_file (post-init
-// step 6); a failure is logged and the file removed, as in the reference.
+// step 6), atomically (a TF Serving starting meanwhile reads the old file or the new one);
+// a failure is logged and the file removed, as in the reference.
 func writePlatformConfig(cfg config.AgentConfig, log *slog.Logger) {
 	p := cfg.PlatformConfigFile
 	text, err := cfg.PlatformConfigText()
 	if err == nil {
-		err = os.WriteFile(p, []byte(text), 0o644)
+		err = atomicfile.WriteFile(p, []byte(text))
 	}
 	if err != nil {
 		log.Warn("platform config not written; TF Serving gets --platform_config_file anyway", "file", p, "err", err)
@@ -173,11 +188,12 @@ func writePlatformConfig(cfg config.AgentConfig, log *slog.Logger) {
 }
 
 // runAgentMPS is the dense MPS mode: dense_service_num agents of this conf, child i with
-// REPLICA_ID = replica_id × dense_service_num + i, DENSE_SERVICE_IDX = i and the log
-// {tfs_log}.mps{i}. SIGTERM is passed on; the first child to fail stops the others.
+// REPLICA_ID = replica_id × dense_service_num + i, DENSE_SERVICE_IDX = i, the log
+// {tfs_log}.mps{i} and the parent's other flags (inherit). SIGTERM is passed on; the first
+// child to fail stops the others; a child still running grace after SIGTERM is killed.
 // With metricsListen HOST:PORT (PORT > 0) child i serves its metrics on HOST:PORT+1+i (the
 // parent serves its own on PORT); with port 0 every child takes a free port.
-func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog, metricsListen string, log *slog.Logger) error {
+func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog, metricsListen string, inherit []string, grace time.Duration, log *slog.Logger) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("agent MPS mode: %w", err)
@@ -187,12 +203,9 @@ func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog, metr
 		base = *cfg.ReplicaID
 	}
 	n := cfg.DenseServiceNum
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	cmds := make([]*exec.Cmd, n)
 	for i := 0; i < n; i++ {
-		childArgs := []string{"agent", "--conf", conf}
+		childArgs := append([]string{"agent", "--conf", conf}, inherit...)
 		if tfsLog != "" {
 			childArgs = append(childArgs, "--tfs_log", tfsLog+".mps"+strconv.Itoa(i))
 		}
@@ -203,25 +216,40 @@ func runAgentMPS(ctx context.Context, cfg config.AgentConfig, conf, tfsLog, metr
 			}
 			childArgs = append(childArgs, "--metrics-listen", a)
 		}
-		cmd := exec.CommandContext(ctx, self, childArgs...)
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd := exec.Command(self, childArgs...)
 		cmd.Env = append(os.Environ(), envMPSChild+"=1",
 			"REPLICA_ID="+strconv.Itoa(base*n+i), "DENSE_SERVICE_IDX="+strconv.Itoa(i))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmds[i] = cmd
+	}
+	return superviseChildren(ctx, cmds, grace, log)
+}
+
+// superviseChildren starts cmds and waits for them. The end of ctx, or the first child to
+// exit, sends SIGTERM to the others; a child still running grace later is killed. A
+// child's failure (other than its stop) is returned, naming its index.
+func superviseChildren(ctx context.Context, cmds []*exec.Cmd, grace time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)
+		cmd.Env, cmd.Stdout, cmd.Stderr, cmd.Dir = c.Env, c.Stdout, c.Stderr, c.Dir
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = grace // then SIGKILL
 		if err := cmd.Start(); err != nil {
 			cancel()
 			wg.Wait()
 			return fmt.Errorf("agent MPS mode: start agent %d: %w", i, err)
 		}
-		log.Info("MPS agent started", "index", i, "pid", cmd.Process.Pid, "conf", filepath.Base(conf))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		log.Info("MPS agent started", "index", i, "pid", cmd.Process.Pid)
+		wg.Go(func() {
 			if err := cmd.Wait(); err != nil && ctx.Err() == nil {
 				errs[i] = fmt.Errorf("MPS agent %d: %w", i, err)
 			}
 			cancel()
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -291,11 +294,13 @@ func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 	t.Setenv("PORT2", agentPort)
 	// Metrics: the parent on P, child i on P+1+i.
 	mport := freePorts(t, 3)
+	tfsDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stderr syncbuf.Buffer
 	go func() {
-		done <- run(ctx, []string{"agent", "--conf", conf, "--metrics-listen", "127.0.0.1:" + strconv.Itoa(mport)}, io.Discard, &stderr)
+		done <- run(ctx, []string{"agent", "--conf", conf, "--metrics-listen", "127.0.0.1:" + strconv.Itoa(mport),
+			"--agent_host", "127.0.0.1", "--tfs_dir", tfsDir, "--stop-grace", "5s"}, io.Discard, &stderr)
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -306,6 +311,19 @@ func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 			t.Fatalf("dense:0 replicas %q, want [6 7]", children(t, z, "/gip/service/m/dense:0"))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// The children got the parent's flags.
+	kids := procsWith(conf)
+	if len(kids) != 2 {
+		t.Errorf("%d processes run the conf, want the 2 MPS agents", len(kids))
+	}
+	for _, pid := range kids {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		for _, want := range []string{"--agent_host=127.0.0.1", "--tfs_dir=" + tfsDir, "--stop-grace=5s"} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("MPS agent %d runs %q, without %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}), want)
+			}
+		}
 	}
 	// Each child reports its replica's state (v1: the node it writes) and its ZooKeeper
 	// session in its own metrics.
@@ -338,5 +356,35 @@ func testAgentMPS(t *testing.T, extraConf, replicaEnv string) {
 	}
 	if kids := children(t, z, "/gip/service/m/dense:0"); len(kids) != 0 {
 		t.Errorf("dense:0 replicas after stop: %q", kids)
+	}
+}
+
+// TestSuperviseChildren: the MPS parent's children get SIGTERM when it stops, and one that
+// ignores it is killed after the grace; a child that fails stops the others and is named.
+func TestSuperviseChildren(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	stubborn := func() *exec.Cmd { return exec.Command("/bin/sh", "-c", `trap "" TERM; exec sleep 30`) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- superviseChildren(ctx, []*exec.Cmd{stubborn(), stubborn()}, 300*time.Millisecond, log) }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("stopping children that ignore SIGTERM took %v, want about the 300 ms grace", took)
+		}
+		if err != nil {
+			t.Errorf("a stop is no failure: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("children that ignore SIGTERM were never killed")
+	}
+
+	fails := exec.Command("/bin/sh", "-c", "exit 3")
+	err := superviseChildren(context.Background(), []*exec.Cmd{exec.Command("/bin/sh", "-c", "exec sleep 30"), fails}, time.Second, log)
+	if err == nil || !strings.Contains(err.Error(), "MPS agent 1") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("a failing child: %v, want it named", err)
 	}
 }

@@ -141,23 +141,6 @@ func TestCluster(t *testing.T) {
 	}
 }
 
-// procsWith lists the pids whose command line contains s.
-func procsWith(s string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(s)) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // TestClusterInterrupt sends SIGINT to a running `monolith cluster` process: every child
 // stops within the 10 s grace, and the shards save on the way out.
 func TestClusterInterrupt(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -408,6 +409,23 @@ func fixtureRows(t *testing.T) map[string][]uint64 {
 	for _, name := range batch.Features(rec.Schema()) {
 		if sp, err := batch.SparseColumn(rec, name); err == nil {
 			out[name] = slices.Clone(sp.Row(0))
+		}
+	}
+	return out
+}
+
+// procsWith lists the pids whose command line contains s.
+func procsWith(s string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, pid)
 		}
 	}
 	return out
