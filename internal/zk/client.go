@@ -385,6 +385,16 @@ func CheckPath(path string) error {
 	return nil
 }
 
+// orEmpty is data, or an empty buffer for nil: ZooKeeper stores a nil buffer as null data,
+// which Python's kazoo reads as None, while kazoo itself writes b''. Every node is created
+// with the bytes Monolith's client would write.
+func orEmpty(data []byte) []byte {
+	if data == nil {
+		return []byte{}
+	}
+	return data
+}
+
 // acl is the ACL of every node created: Options.ACL, or kazoo's default OPEN_ACL_UNSAFE.
 func (c *Client) acl() []gozk.ACL {
 	if c.aclList != nil {
@@ -419,7 +429,7 @@ func (c *Client) ensure(ctx context.Context, path string, self bool) error {
 			continue
 		}
 		err := c.do(ctx, "create", p, func() error {
-			_, err := c.conn.Create(p, nil, 0, c.acl())
+			_, err := c.conn.Create(p, []byte{}, 0, c.acl())
 			if errors.Is(err, gozk.ErrNodeExists) {
 				return nil
 			}
@@ -446,7 +456,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, makepath 
 	attempt := 0
 	return c.do(ctx, "create", path, func() error {
 		attempt++
-		_, err := c.conn.Create(path, data, 0, c.acl())
+		_, err := c.conn.Create(path, orEmpty(data), 0, c.acl())
 		if errors.Is(err, gozk.ErrNodeExists) && attempt > 1 {
 			// A retried create whose first reply was lost: ours if the data matches.
 			if got, _, gerr := c.conn.Get(path); gerr == nil && string(got) == string(data) {
@@ -467,9 +477,9 @@ func (c *Client) CreateOrSet(ctx context.Context, path string, data []byte) erro
 		return err
 	}
 	return c.do(ctx, "create", path, func() error {
-		_, err := c.conn.Create(path, data, 0, c.acl())
+		_, err := c.conn.Create(path, orEmpty(data), 0, c.acl())
 		if errors.Is(err, gozk.ErrNodeExists) {
-			_, err = c.conn.Set(path, data, -1)
+			_, err = c.conn.Set(path, orEmpty(data), -1)
 		}
 		return err
 	})
@@ -534,7 +544,7 @@ func (c *Client) CreateEphemeralSequential(ctx context.Context, path string, dat
 				return nil
 			}
 		}
-		p, err := c.conn.Create(path, data, gozk.FlagEphemeral|gozk.FlagSequence, c.acl())
+		p, err := c.conn.Create(path, orEmpty(data), gozk.FlagEphemeral|gozk.FlagSequence, c.acl())
 		created = p
 		return err
 	})
@@ -589,7 +599,7 @@ func (c *Client) assertEphemeral(ctx context.Context, path string, data []byte) 
 	}
 	return c.do(ctx, "create ephemeral", path, func() error {
 		for range 5 {
-			_, err := c.conn.Create(path, data, gozk.FlagEphemeral, c.acl())
+			_, err := c.conn.Create(path, orEmpty(data), gozk.FlagEphemeral, c.acl())
 			if !errors.Is(err, gozk.ErrNodeExists) {
 				return err
 			}
@@ -603,7 +613,7 @@ func (c *Client) assertEphemeral(ctx context.Context, path string, data []byte) 
 				if string(got) == string(data) {
 					return nil
 				}
-				_, err = c.conn.Set(path, data, stat.Version)
+				_, err = c.conn.Set(path, orEmpty(data), stat.Version)
 				if errors.Is(err, gozk.ErrBadVersion) || errors.Is(err, gozk.ErrNoNode) {
 					continue
 				}
@@ -624,7 +634,7 @@ func (c *Client) Set(ctx context.Context, path string, data []byte) error {
 		return err
 	}
 	return c.do(ctx, "set", path, func() error {
-		_, err := c.conn.Set(path, data, -1)
+		_, err := c.conn.Set(path, orEmpty(data), -1)
 		return err
 	})
 }

@@ -86,6 +86,35 @@ func (c *calls[T]) last() (T, bool) {
 	return c.all[len(c.all)-1], true
 }
 
+// TestNodesHoldEmptyBuffers: every node the client creates or sets without data holds an
+// empty buffer, as Monolith's kazoo writes, not ZooKeeper's null data (which a Python peer
+// reads as None): the parents EnsurePath and makepath create, and nodes created with nil.
+func TestNodesHoldEmptyBuffers(t *testing.T) {
+	srv := zktest.Start(t)
+	c := connectClient(t, srv.Servers())
+	ctx := testCtx(t)
+	if err := c.EnsurePath(ctx, "/e/f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, "/g/h/i", nil, true); err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := gozk.Connect(srv.Servers(), 5*time.Second, gozk.WithLogger(discardZK{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, p := range []string{"/e", "/e/f", "/g", "/g/h", "/g/h/i"} {
+		data, _, err := raw.Get(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data == nil { // go-zookeeper decodes null data (length -1) as nil, empty as []byte{}
+			t.Errorf("%s holds null data, want an empty buffer", p)
+		}
+	}
+}
+
 func TestClientOperations(t *testing.T) {
 	srv := zktest.Start(t)
 	c := connectClient(t, srv.Servers())
@@ -564,3 +593,8 @@ func expireBehind(t *testing.T, proxy *zktest.Proxy, direct *Client, path string
 		}
 	}
 }
+
+// discardZK silences the raw go-zookeeper connection of a test.
+type discardZK struct{}
+
+func (discardZK) Printf(string, ...any) {}
