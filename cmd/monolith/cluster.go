@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,8 +207,17 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				fmt.Fprintf(stderr, "cluster: %s exited (%v) while training ran: restarting it on a new port (restart %d of %d); it restores its last checkpoint, and the workers wait for its new address in ZooKeeper\n",
 					ch.name, ch.err, restarts[i], *psRestarts)
 				cl.forget(ch)
+				old, _ := os.ReadFile(cl.addrFile(i))
 				_ = os.Remove(cl.addrFile(i))
-				if shards[i], err = cl.start(ch.name, psArgs[i], nil); err != nil {
+				// Another port than the dead one's: the kernel would often hand the same
+				// one out again, and a client must not mistake the new shard for the old.
+				listen, err := loopbackPortExcept(strings.TrimSpace(string(old)))
+				if err != nil {
+					return fmt.Errorf("cluster: restart %s: %w", ch.name, err)
+				}
+				args := slices.Clone(psArgs[i])
+				args[slices.Index(args, "--listen")+1] = listen
+				if shards[i], err = cl.start(ch.name, args, nil); err != nil {
 					return err
 				}
 				continue
@@ -292,6 +302,23 @@ func (cl *cluster) start(name string, args []string, out io.Writer) (*child, err
 		cl.exited <- ch
 	}()
 	return ch, nil
+}
+
+// loopbackPortExcept returns a 127.0.0.1 address whose port was free a moment ago and is
+// not old's.
+func loopbackPortExcept(old string) (string, error) {
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if addr != old {
+			return addr, nil
+		}
+	}
+	return "", fmt.Errorf("no free loopback port other than %s", old)
 }
 
 // forget drops a dead child that a restart replaces, so stopAll neither waits for it nor

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/monolith-go/monolith/pipelines/train"
 	"github.com/monolith-go/monolith/ps/export"
 )
 
@@ -13,6 +15,9 @@ import (
 // checkpoint as EntryDump TFRecords, Avro or Parquet files (ps/export), one file per
 // table, and by default reads them back and compares them with the checkpoint.
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if slices.Contains(args, "--model") || slices.Contains(args, "-model") {
+		return runExportModel(ctx, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--model" || a == "-model" }), stdout, stderr)
+	}
 	fs := newFlagSet("export", stderr)
 	ckpt := fs.String("checkpoint", "", "a checkpoint folder (with MANIFEST.json), a checkpoint root (with LATEST: its newest checkpoint) or a multi-shard root (with shard-I-of-N/ folders: the newest checkpoint of every shard)")
 	to := fs.String("to", "", "output format: entrydump (TFRecord of EntryDump), avro or parquet")
@@ -69,6 +74,57 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, t := range sum.Tables {
 		fmt.Fprintf(stdout, "table %q: %d entries, dim %d -> %s (%d bytes), %s\n", t.Table, t.Entries, t.Dim, t.Path, t.Bytes, status)
 	}
+	return nil
+}
+
+// runExportModel is `monolith export --model`: a training checkpoint as a versioned model
+// directory for serving (ps/servingmodel), read back before it returns.
+func runExportModel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("export --model", stderr)
+	cfgPath := fs.String("config", "", "the training config of the model (required)")
+	data := fs.String("data", "", "a `DIR` written by monolith gen --planted; overrides the config's data and inputs")
+	modelDir := fs.String("checkpoint-dir", "", "model directory (overrides checkpoint.dir)")
+	ckpt := fs.String("checkpoint", "", "the checkpoint: model.ckpt-N in the model directory, or a path (default: the newest its checkpoint state names)")
+	output := fs.String("output", "", "the models' base folder: the version goes to OUTPUT/NAME/VERSION, marked by OUTPUT/NAME/VERSION.write.done (required)")
+	name := fs.String("name", "", "the model's name (required)")
+	version := fs.Int64("version", -1, "the version (default: the checkpoint's global step)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: monolith export --model --config FILE --output BASE --name NAME [flags]\n\n"+
+			"Exports a training checkpoint for serving: the model spec (model, layouts, feature configs),\n"+
+			"every table stored as its compressors say (fp32, fp16, fixed_r8, one_bit; skip_zero_embedding\n"+
+			"honoured) with a manifest of sizes and CRC-32C checksums. The version appears atomically, then\n"+
+			"its .write.done marker; it is read back and compared with the checkpoint before the command ends.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: export --model takes no arguments (got %q)", errUsage, fs.Args())
+	case *cfgPath == "" || *output == "" || *name == "":
+		return fmt.Errorf("%w: export --model needs --config, --output and --name", errUsage)
+	}
+	c, err := train.LoadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *data != "" {
+		c.SetData(*data)
+	}
+	if *modelDir != "" {
+		c.Checkpoint.Dir = *modelDir
+	}
+	c.PS.Addrs, c.Runner.NumWorkers, c.Runner.Index = nil, 1, 0
+	if err := c.Normalize(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	res, err := train.ExportModel(ctx, c, *ckpt, *output, *name, *version)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "model %q version %d from %s: %d tables, %d rows (%d all-zero rows skipped), %d bytes -> %s, verified\n",
+		*name, res.Version, res.Checkpoint, res.Tables, res.Entries, res.Skipped, res.Bytes, res.Dir)
 	return nil
 }
 

@@ -199,3 +199,46 @@ func TestExportCommandErrors(t *testing.T) {
 		t.Errorf("the failed export left %v", ents)
 	}
 }
+
+// TestExportModelCommand: `monolith export --model` writes a trained checkpoint as a
+// served version with its marker, reads it back, and refuses a second write of the version
+// and missing flags.
+func TestExportModelCommand(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	runGenCLI(t, "--planted", "fm", "--seed", "3", "--out", data, "--rows", "2000", "--files", "2", "--vocab", "50", "--eval-rows", "500")
+	cfg := filepath.Join(dir, "fm.yaml")
+	if err := os.WriteFile(cfg, []byte("model: fm\ndata: data\nbatch_size: 128\nps: {shards: 2}\ncheckpoint: {dir: ckpt}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var so, se bytes.Buffer
+	if err := run(context.Background(), []string{"train", "--config", cfg, "--progress", "never"}, &so, &se); err != nil {
+		t.Fatalf("train: %v\n%s", err, se.String())
+	}
+	base := filepath.Join(dir, "serving")
+	args := []string{"export", "--model", "--config", cfg, "--output", base, "--name", "planted", "--version", "7"}
+	so.Reset()
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("export --model: %v\n%s", err, se.String())
+	}
+	if !regexp.MustCompile(`^model "planted" version 7 from \S+model\.ckpt-\d+: \d+ tables, \d+ rows \(0 all-zero rows skipped\), \d+ bytes -> \S+, verified\n$`).MatchString(so.String()) {
+		t.Errorf("summary %q", so.String())
+	}
+	for _, p := range []string{"planted/7/MANIFEST.json", "planted/7.write.done"} {
+		if _, err := os.Stat(filepath.Join(base, p)); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := run(context.Background(), args, &so, &se); err == nil || !strings.Contains(err.Error(), "written once") {
+		t.Errorf("second export of version 7: %v", err)
+	}
+	for _, bad := range [][]string{
+		{"export", "--model", "--config", cfg, "--output", base},
+		{"export", "--model", "--output", base, "--name", "x"},
+		{"export", "--model", "--config", cfg, "--output", base, "--name", "x", "extra"},
+	} {
+		if err := run(context.Background(), bad, &so, &se); !errors.Is(err, errUsage) {
+			t.Errorf("%v: %v, want a usage error", bad, err)
+		}
+	}
+}

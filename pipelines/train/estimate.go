@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -67,13 +68,49 @@ func checkpointShards(root string) (int, error) {
 // checkpoint and the table. The shard count is the checkpoint's; a ps.shards other than 1
 // (the default) that disagrees is an error.
 func Restore(ctx context.Context, c *Config, ckpt string, o Options) (*Restored, error) {
+	at, err := locate(c, ckpt, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	path, step, n, folders, pr := at.path, at.step, len(at.folders), at.folders, at.pr
+	m, err := NewMetrics(o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	local, err := StartLocalPS(ctx, n, pr.Tables, LocalPSOptions{RestoreFrom: folders, Logger: o.Logger, Registry: o.Registry,
+		Seed: c.PS.Seed, MemLimitBytes: o.PSMemLimitBytes})
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrCheckpoint, path, err)
+	}
+	pr.Job.PS = local.Addrs()
+	pr.Job.RunID = newRunID()
+	cl, err := client.New(pr.Job.PS, append(pr.Job.clientOptions(), client.WithMetrics(m.PS))...)
+	if err != nil {
+		_ = local.Stop()
+		return nil, fmt.Errorf("pipelines/train: %w", err)
+	}
+	return &Restored{Checkpoint: path, Step: step, Prepared: pr, PS: local, Client: cl, metrics: m}, nil
+}
+
+// located is a checkpoint of a model directory: its model.ckpt-{step} path, its step, one
+// checkpoint folder per PS shard, and the model prepared for that shard count.
+type located struct {
+	path    string
+	step    int64
+	folders []string
+	pr      *Prepared
+}
+
+// locate finds the checkpoint ckpt of c's model directory as Restore describes and checks
+// it against the model, reading no table.
+func locate(c *Config, ckpt string, log *slog.Logger) (*located, error) {
 	dir := c.Checkpoint.Dir
 	var path string
 	switch {
 	case ckpt == "" && dir == "":
 		return nil, fmt.Errorf("%w: no model directory (checkpoint.dir or --checkpoint-dir) and no checkpoint named", ErrConfig)
 	case ckpt == "":
-		st, err := ckptstate.GetState(dir, "", ckptstate.Options{Mode: ckptstate.ModeEval, Log: o.Logger})
+		st, err := ckptstate.GetState(dir, "", ckptstate.Options{Mode: ckptstate.ModeEval, Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %v", ErrCheckpoint, dir, err)
 		}
@@ -116,23 +153,7 @@ func Restore(ctx context.Context, c *Config, ckpt string, o Options) (*Restored,
 	if err := matchTables(path, folders[0], pr); err != nil {
 		return nil, err
 	}
-	m, err := NewMetrics(o.Registry)
-	if err != nil {
-		return nil, err
-	}
-	local, err := StartLocalPS(ctx, n, pr.Tables, LocalPSOptions{RestoreFrom: folders, Logger: o.Logger, Registry: o.Registry,
-		Seed: c.PS.Seed, MemLimitBytes: o.PSMemLimitBytes})
-	if err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrCheckpoint, path, err)
-	}
-	pr.Job.PS = local.Addrs()
-	pr.Job.RunID = newRunID()
-	cl, err := client.New(pr.Job.PS, append(pr.Job.clientOptions(), client.WithMetrics(m.PS))...)
-	if err != nil {
-		_ = local.Stop()
-		return nil, fmt.Errorf("pipelines/train: %w", err)
-	}
-	return &Restored{Checkpoint: path, Step: step, Prepared: pr, PS: local, Client: cl, metrics: m}, nil
+	return &located{path: path, step: step, folders: folders, pr: pr}, nil
 }
 
 // matchTables checks the manifest of one shard's checkpoint against the model's tables.

@@ -1,7 +1,8 @@
 // Package compress holds Monolith's float compressors (spec/ps.md §2.5–§2.6) as far as
 // training uses them: the binary16 conversions and the training-time retrievers that
-// fake-quantize a segment on lookup and adjust its gradient before the optimizer step.
-// Compressed storage (SERVING entries) is not implemented, so there are no slice codecs.
+// fake-quantize a segment on lookup and adjust its gradient before the optimizer step, and
+// the storage codecs of SERVING entries (Codec: fp32, fp16, fixed_r8, one_bit over slices),
+// which the serving model export writes its tables with.
 //
 // # Conversions
 //

@@ -64,7 +64,6 @@ func Resolve(dir string) (*Source, error) {
 	case !errors.Is(err, checkpoint.ErrNoCheckpoint):
 		return nil, fmt.Errorf("%s%w", errPrefix, err)
 	}
-	src := &Source{Path: dir}
 	dirs, err := checkpoint.ShardDirs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", errPrefix, err)
@@ -93,12 +92,25 @@ func Resolve(dir string) (*Source, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s%s: shard(s) %s of %d are missing (no shard-I-of-%d folder)", errPrefix, dir, strings.Join(missing, ", "), count, count)
 	}
-	ms := make([]*pspb.CheckpointManifest, count)
+	folders := make([]string, count)
 	for i := range count {
-		path, err := checkpoint.Latest(byIndex[i])
-		if err != nil {
+		if folders[i], err = checkpoint.Latest(byIndex[i]); err != nil {
 			return nil, fmt.Errorf("%sshard %d of %d: %w", errPrefix, i, count, err)
 		}
+	}
+	return ResolveShards(dir, folders)
+}
+
+// ResolveShards is the Source of one checkpoint folder per shard, folders[i] shard i of
+// len(folders) (for example every shard's checkpoint at one step); dir names it in errors.
+func ResolveShards(dir string, folders []string) (*Source, error) {
+	count := len(folders)
+	if count == 0 {
+		return nil, fmt.Errorf("%s%s: no shard checkpoints", errPrefix, dir)
+	}
+	src := &Source{Path: dir}
+	ms := make([]*pspb.CheckpointManifest, count)
+	for i, path := range folders {
 		m, err := checkpoint.ReadManifest(path)
 		if err != nil {
 			return nil, fmt.Errorf("%sshard %d of %d: %w", errPrefix, i, count, err)
@@ -246,4 +258,12 @@ func (t *Table) Files() []string {
 // anyName is the folder name of the lowest shard of a listing.
 func anyName(byIndex map[int]string) string {
 	return filepath.Base(byIndex[slices.Min(slices.Collect(maps.Keys(byIndex)))])
+}
+
+// Config is the table's configuration as the checkpoint recorded it (shard 0's).
+func (t *Table) Config() *hashtablepb.EmbeddingHashTableConfig {
+	if len(t.parts) == 0 {
+		return nil
+	}
+	return t.parts[0].ct.GetConfig()
 }

@@ -1,0 +1,286 @@
+// Package servingmodel is the exported model directory that serving loads: under
+// {base}/{name}/{version}/ the model spec and the embedding tables in SERVING form, with a
+// manifest of sizes and checksums, published atomically and marked by {version}.write.done.
+package servingmodel
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/monolith-go/monolith/internal/atomicfile"
+	"github.com/monolith-go/monolith/ps/compress"
+	"github.com/monolith-go/monolith/ps/export"
+	"github.com/monolith-go/monolith/schemas/hashtablepb"
+)
+
+// FormatVersion is the manifest format this package writes and reads.
+const FormatVersion = 1
+
+// The files of a model version.
+const (
+	ManifestName    = "MANIFEST.json"
+	DoneSuffix      = ".write.done" // {base}/{name}/{version}.write.done, written last
+	tableSuffix     = ".serving"
+	tmpPrefix       = ".tmp-"
+	entryHeaderSize = 8 // the fid, int64 little-endian, before each row
+)
+
+// ErrCorrupt wraps every failure caused by a version's files.
+var ErrCorrupt = errors.New("servingmodel: corrupt or partial model version")
+
+// Spec is what serving needs besides the tables to answer like training's evaluation: the
+// model and the features. Writers fill it; this package stores it as it is.
+type Spec struct {
+	Model          string `json:"model"`
+	Bias           string `json:"bias_layout"`
+	Vec            string `json:"vec_layout"`
+	Hidden         []int  `json:"hidden,omitempty"`
+	Unique         bool   `json:"unique"`
+	Shards         int    `json:"shards"`          // the PS shard count the feature layout was built for
+	FeatureConfigs string `json:"feature_configs"` // FeatureConfigs, protobuf text
+	GlobalStep     int64  `json:"global_step"`     // of the checkpoint
+}
+
+// Segment is one segment of a served row: its dim and storage codec.
+type Segment struct {
+	Dim   int    `json:"dim"`
+	Codec string `json:"codec"`
+}
+
+// Table is one served table: its rows in File, each an 8-byte fid then the segments'
+// encodings, RowBytes in all.
+type Table struct {
+	Name     string    `json:"name"`
+	Dim      int       `json:"dim"`
+	Segments []Segment `json:"segments"`
+	// SkipZero: all-zero rows were left out (skip_zero_embedding); a missing fid reads as
+	// zeros either way.
+	SkipZero bool   `json:"skip_zero_embedding"`
+	File     string `json:"file"`
+	RowBytes int    `json:"row_bytes"`
+	Entries  uint64 `json:"entries"`
+	Bytes    uint64 `json:"bytes"`
+	CRC32C   uint32 `json:"crc32c"`
+	// Config is the table's configuration with entry_type SERVING (spec/ps.md §2.2).
+	Config json.RawMessage `json:"config"`
+
+	codecs []compress.Codec
+}
+
+// Manifest describes a model version.
+type Manifest struct {
+	FormatVersion int      `json:"format_version"`
+	Name          string   `json:"name"`
+	Version       int64    `json:"version"`
+	Spec          Spec     `json:"spec"`
+	Tables        []*Table `json:"tables"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// codecsOf are the storage codecs of a table config's segments (fp32 where none is set).
+func codecsOf(cfg *hashtablepb.EmbeddingHashTableConfig, dim int) ([]compress.Codec, []Segment, error) {
+	segs := cfg.GetEntryConfig().GetSegments()
+	if len(segs) == 0 {
+		return []compress.Codec{{}}, []Segment{{Dim: dim, Codec: "fp32"}}, nil
+	}
+	var codecs []compress.Codec
+	var out []Segment
+	total := 0
+	for i, s := range segs {
+		c, err := compress.NewCodec(s.GetCompConfig())
+		if err != nil {
+			return nil, nil, fmt.Errorf("segment %d: %w", i, err)
+		}
+		codecs = append(codecs, c)
+		out = append(out, Segment{Dim: int(s.GetDimSize()), Codec: c.Name()})
+		total += int(s.GetDimSize())
+	}
+	if total != dim {
+		return nil, nil, fmt.Errorf("segments of %d values in all, the table dim is %d", total, dim)
+	}
+	return codecs, out, nil
+}
+
+func rowBytes(codecs []compress.Codec, segs []Segment) int {
+	n := entryHeaderSize
+	for i, c := range codecs {
+		n += c.Size(segs[i].Dim)
+	}
+	return n
+}
+
+// Result is what Write wrote.
+type Result struct {
+	Dir     string // the version folder
+	Tables  int
+	Entries uint64 // rows written
+	Skipped uint64 // all-zero rows left out (skip_zero_embedding)
+	Bytes   uint64 // of the table files
+}
+
+// Write exports the tables of src with spec as version of model name under base: into a
+// temporary folder beside it, renamed to {base}/{name}/{version} when complete, then the
+// marker {version}.write.done. An existing version is an error (versions are immutable).
+func Write(ctx context.Context, base, name string, version int64, spec Spec, src *export.Source) (Result, error) {
+	if name == "" || filepath.Base(name) != name || version < 0 {
+		return Result{}, fmt.Errorf("servingmodel: model name %q and version %d: want a plain name and a version ≥ 0", name, version)
+	}
+	dir := filepath.Join(base, name)
+	final := filepath.Join(dir, strconv.FormatInt(version, 10))
+	if _, err := os.Stat(final); err == nil {
+		return Result{}, fmt.Errorf("servingmodel: %s exists: a version is written once", final)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("servingmodel: %w", err)
+	}
+	tmp := filepath.Join(dir, tmpPrefix+strconv.FormatInt(version, 10)+"-"+strconv.FormatUint(rand.Uint64(), 36))
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return Result{}, fmt.Errorf("servingmodel: %w", err)
+	}
+	m := &Manifest{FormatVersion: FormatVersion, Name: name, Version: version, Spec: spec}
+	res, err := writeTables(ctx, tmp, m, src)
+	if err == nil {
+		var b []byte
+		if b, err = json.MarshalIndent(m, "", "  "); err == nil {
+			err = atomicfile.WriteFile(filepath.Join(tmp, ManifestName), append(b, '\n'))
+		}
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		return Result{}, errors.Join(fmt.Errorf("servingmodel: write %s: %w", final, err), os.RemoveAll(tmp))
+	}
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return Result{}, fmt.Errorf("servingmodel: %w", err)
+	}
+	if err := atomicfile.WriteFile(final+DoneSuffix, nil); err != nil {
+		return Result{}, fmt.Errorf("servingmodel: done marker: %w", err)
+	}
+	res.Dir = final
+	return res, nil
+}
+
+// writeTables writes every table of src into tmp in SERVING form and records it in m.
+func writeTables(ctx context.Context, tmp string, m *Manifest, src *export.Source) (Result, error) {
+	var res Result
+	for i, st := range src.Tables {
+		cfg := st.Config()
+		codecs, segs, err := codecsOf(cfg, st.Dim)
+		if err != nil {
+			return res, fmt.Errorf("table %q: %w", st.Name, err)
+		}
+		serving := cloneServing(cfg)
+		cb, err := marshalConfig(serving)
+		if err != nil {
+			return res, fmt.Errorf("table %q: %w", st.Name, err)
+		}
+		t := &Table{Name: st.Name, Dim: st.Dim, Segments: segs, SkipZero: cfg.GetSkipZeroEmbedding(),
+			File: fmt.Sprintf("%03d-%s%s", i, safeName(st.Name), tableSuffix), Config: cb, codecs: codecs}
+		t.RowBytes = rowBytes(codecs, segs)
+		f, err := os.OpenFile(filepath.Join(tmp, t.File), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return res, err
+		}
+		h := crc32.New(castagnoli)
+		w := &countWriter{w: io.MultiWriter(f, h)}
+		row := make([]byte, t.RowBytes)
+		err = st.Scan(ctx, func(d *hashtablepb.EntryDump) error {
+			num := d.GetNum()
+			if len(num) != t.Dim {
+				return fmt.Errorf("fid %d has %d values, the table dim is %d", d.GetId(), len(num), t.Dim)
+			}
+			if t.SkipZero && zeroRow(num) {
+				res.Skipped++
+				return nil
+			}
+			t.encode(row, d.GetId(), num)
+			t.Entries++
+			_, err := w.Write(row)
+			return err
+		})
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return res, fmt.Errorf("table %q: %w", st.Name, err)
+		}
+		t.Bytes, t.CRC32C = w.n, h.Sum32()
+		m.Tables = append(m.Tables, t)
+		res.Tables++
+		res.Entries += t.Entries
+		res.Bytes += t.Bytes
+	}
+	return res, nil
+}
+
+// encode writes fid and the row's segments into row.
+func (t *Table) encode(row []byte, fid int64, num []float32) {
+	binary.LittleEndian.PutUint64(row, uint64(fid))
+	off, at := entryHeaderSize, 0
+	for i, c := range t.codecs {
+		d := t.Segments[i].Dim
+		n := c.Size(d)
+		c.Encode(row[off:off+n], num[at:at+d])
+		off, at = off+n, at+d
+	}
+}
+
+// Decode reads one row (as written in File) into fid and dst (Dim values).
+func (t *Table) Decode(row []byte, dst []float32) int64 {
+	off, at := entryHeaderSize, 0
+	for i, c := range t.codecs {
+		d := t.Segments[i].Dim
+		n := c.Size(d)
+		c.Decode(dst[at:at+d], row[off:off+n])
+		off, at = off+n, at+d
+	}
+	return int64(binary.LittleEndian.Uint64(row))
+}
+
+// zeroRow is skip_zero_embedding's test: Σx² below the smallest normal float (§2.1).
+func zeroRow(v []float32) bool {
+	var s float32
+	for _, x := range v {
+		s += x * x
+	}
+	return s < 0x1p-126 // FLT_MIN
+}
+
+type countWriter struct {
+	w io.Writer
+	n uint64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += uint64(n)
+	return n, err
+}
+
+// safeName keeps letters, digits, '-', '_' and '.' of a table name.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
