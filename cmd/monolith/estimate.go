@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/pipelines/train"
 	"github.com/monolith-go/monolith/runners"
 )
@@ -105,11 +106,15 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	input := fs.String("input", "", "file pattern of the data to score (default: eval_input)")
 	out := fs.String("out", "", "output `FILE` (required)")
 	format := fs.String("format", "jsonl", "output format: "+strings.Join(train.PredictionFormats, " or "))
+	server := fs.String("server", "", "score with the model a server serves (monolith serve, TF Serving's API) at `ADDR` instead of a checkpoint")
+	modelName := fs.String("model_name", "", "with --server: the served model's name (required)")
+	tlsc := tlsconf.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: monolith predict --config FILE --out FILE [flags]\n\n"+
-			"Scores every row of the input with a checkpoint of the model directory and writes\n"+
-			"one record per row: JSON lines {\"line_id\": {...}, \"prediction\": p, \"label\": y}, or\n"+
-			"TFRecord of monolith.Example (line_id, label, float feature \"prediction\").")
+			"Scores every row of the input with a checkpoint of the model directory, or with --server the\n"+
+			"model a server serves, and writes one record per row: JSON lines {\"line_id\": {...},\n"+
+			"\"prediction\": p, \"label\": y}, or TFRecord of monolith.Example (line_id, label, float\n"+
+			"feature \"prediction\").")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -125,7 +130,26 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *f.verbose {
 		o.Logger = logger(stderr, true)
 	}
-	n, err := train.Predict(ctx, c, o, *f.ckpt, *input, *out, *format)
+	var n int64
+	if *server != "" {
+		if *modelName == "" || *f.ckpt != "" {
+			return fmt.Errorf("%w: predict --server needs --model_name and takes no --checkpoint", errUsage)
+		}
+		ct, err := tlsClient(tlsc)
+		if err != nil {
+			return err
+		}
+		n, err = train.PredictRemote(ctx, c, *server, *modelName, ct, *input, *out, *format)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "predict: %d rows to %s\n", n, *out)
+		return err
+	}
+	if *modelName != "" || tlsc.Enabled() {
+		return fmt.Errorf("%w: --model_name and --tls-… go with --server", errUsage)
+	}
+	n, err = train.Predict(ctx, c, o, *f.ckpt, *input, *out, *format)
 	if err != nil {
 		return err
 	}

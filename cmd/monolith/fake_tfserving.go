@@ -12,6 +12,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/tlsconf"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
+	"github.com/monolith-go/monolith/serving/modelserver"
 	"github.com/monolith-go/monolith/serving/tfs"
 )
 
@@ -44,15 +45,33 @@ func tfsIgnoredFlags() (values, bools []string) {
 // the context ends (SIGINT, SIGTERM). It binds --fake_host (127.0.0.1), not every
 // interface, and logs "fake-tfserving listening on ADDR" once it accepts connections.
 func runFakeTFServing(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("fake-tfserving", stderr)
+	return runTFServing(ctx, "fake-tfserving", args, stderr, nil)
+}
+
+// runServe is `monolith serve`: a model server for the versions `monolith export --model`
+// writes, with TF Serving's gRPC API (ModelService, PredictionService GetModelMetadata and
+// Predict) and command line, so that the agent runs it as its TF Serving binary.
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	return runTFServing(ctx, "serve", args, stderr, &modelserver.Loader{})
+}
+
+// runTFServing is the command line both share; loader nil is the double.
+func runTFServing(ctx context.Context, cmd string, args []string, stderr io.Writer, loader *modelserver.Loader) error {
+	fs := newFlagSet(cmd, stderr)
+	hostFlag, stepFlag := "fake_host", "fake_step"
+	if loader != nil {
+		hostFlag, stepFlag = "host", "state_step"
+		fs.IntVar(&loader.MaxRows, "max_rows", modelserver.DefaultMaxRows, "most rows of one Predict request; more is INVALID_ARGUMENT")
+		fs.IntVar(&loader.Workers, "workers", 0, "requests one model version runs at once (0: GOMAXPROCS)")
+	}
 	port := fs.Int("port", 8500, "gRPC port (0: an ephemeral port, logged)")
 	cfgFile := fs.String("model_config_file", "", "text-format ModelServerConfig to serve")
 	cfgPoll := fs.Int("model_config_file_poll_wait_seconds", 0, "re-read --model_config_file every N seconds (0: once)")
 	fsPoll := fs.Int("file_system_poll_wait_seconds", 1, "rescan the model base paths every N seconds (0: only when a config is applied)")
 	modelName := fs.String("model_name", "default", "model name when --model_config_file is not given")
 	basePath := fs.String("model_base_path", "", "base path of the one model served without --model_config_file")
-	host := fs.String("fake_host", "127.0.0.1", "address to bind (fake only; TF Serving binds every interface)")
-	step := fs.Duration("fake_step", tfs.DefaultStep, "time between two states of a model version (fake only)")
+	host := fs.String(hostFlag, "127.0.0.1", "address to bind (TF Serving binds every interface)")
+	step := fs.Duration(stepFlag, tfs.DefaultStep, "time between two states of a model version")
 	verbose := fs.Bool("v", false, "verbose logging (every version state change)")
 	tlsc := tlsconf.AddFlags(fs)
 	values, bools := tfsIgnoredFlags()
@@ -66,13 +85,13 @@ func runFakeTFServing(ctx context.Context, args []string, _, stderr io.Writer) e
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: fake-tfserving takes no arguments (got %q)", errUsage, fs.Args())
+		return fmt.Errorf("%w: %s takes no arguments (got %q)", errUsage, cmd, fs.Args())
 	}
 	if *cfgFile != "" && *basePath != "" {
-		return fmt.Errorf("%w: fake-tfserving: --model_config_file and --model_base_path exclude each other", errUsage)
+		return fmt.Errorf("%w: %s: --model_config_file and --model_base_path exclude each other", errUsage, cmd)
 	}
 	if *cfgPoll < 0 || *fsPoll < 0 || *port < 0 || *port > 65535 {
-		return fmt.Errorf("%w: fake-tfserving: negative poll period or bad port", errUsage)
+		return fmt.Errorf("%w: %s: negative poll period or bad port", errUsage, cmd)
 	}
 	log := loggerAt(stderr, *verbose, slog.LevelInfo)
 	opts := tfs.FakeOptions{
@@ -83,6 +102,10 @@ func runFakeTFServing(ctx context.Context, args []string, _, stderr io.Writer) e
 		FileSystemPollWait: time.Duration(*fsPoll) * time.Second,
 		Step:               *step,
 		Logger:             log,
+	}
+	if loader != nil {
+		loader.Log = log
+		opts.Loader = *loader
 	}
 	if *basePath != "" {
 		opts.Config = &pb.ModelServerConfig{Config: &pb.ModelServerConfig_ModelConfigList{ModelConfigList: &pb.ModelConfigList{
@@ -101,7 +124,7 @@ func runFakeTFServing(ctx context.Context, args []string, _, stderr io.Writer) e
 		return err
 	}
 	defer f.Close()
-	log.Info("fake-tfserving listening on "+f.Addr(), "addr", f.Addr(), "model_config_file", *cfgFile)
+	log.Info(cmd+" listening on "+f.Addr(), "addr", f.Addr(), "model_config_file", *cfgFile)
 	if err := f.Serve(ctx); err != nil && !errors.Is(err, tfs.ErrClosed) {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/monolith-go/monolith/kernels/featcfg"
-	"github.com/monolith-go/monolith/kernels/model"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/config"
@@ -111,9 +110,6 @@ func sparseTables(cfg *featcfg.Config) ([]sparseTable, error) {
 	}
 	return out, nil
 }
-
-// denseTable is the PS table name of a dense parameter.
-func denseTable(p model.Param) string { return "dense_" + p.Name }
 
 // leaveTimeout bounds a worker's goodbye to the barrier.
 const leaveTimeout = 5 * time.Second

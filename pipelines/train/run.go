@@ -120,6 +120,13 @@ type Prepared struct {
 	Job      Job
 }
 
+// readConfig is how the job reads its files: batches of batch_size rows.
+func (c *Config) readConfig() beamio.ReadConfig {
+	read := beamio.DefaultReadConfig()
+	read.RowsPerBatch = c.BatchSize
+	return read
+}
+
 // Prepare loads the FeatureConfigs, builds the model and the PS tables, and checks that
 // they fit together.
 func Prepare(c *Config) (*Prepared, error) {
@@ -136,8 +143,7 @@ func Prepare(c *Config) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	read := beamio.DefaultReadConfig()
-	read.RowsPerBatch = c.BatchSize
+	read := c.readConfig()
 	j := Job{Kernels: k, Model: c.Model, Bias: c.Layouts.Bias, Vec: c.Layouts.Vec, Hidden: c.Hidden,
 		MaxSteps: c.MaxSteps, Parallelism: c.Threads, Read: read, Ops: c.Ops(),
 		SaveTimeout:     time.Duration(c.Checkpoint.SaveTimeoutSecs) * time.Second,

@@ -143,7 +143,7 @@ func (j *Job) denseParams() ([]denseParam, error) {
 		for i := range ids {
 			ids[i] = int64(i)
 		}
-		out = append(out, denseParam{table: denseTable(p), cols: p.Cols, ids: ids})
+		out = append(out, denseParam{table: tmodel.ParamTable(p), cols: p.Cols, ids: ids})
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/monolith-go/monolith/kernels/model"
 	"github.com/monolith-go/monolith/schemas/hashtablepb"
 	"github.com/monolith-go/monolith/schemas/pspb"
+	tmodel "github.com/monolith-go/monolith/transforms/model"
 )
 
 // TablesConfig returns the PS tables a run needs: one per FeatureConfigs table (segments
@@ -52,7 +53,7 @@ func (c *Config) TablesConfig(cfg *featcfg.Config, params []model.Param) (*pspb.
 		}
 		entry := &hashtablepb.EntryConfig{Segments: []*hashtablepb.EntryConfig_Segment{{
 			DimSize: ptr(int32(p.Cols)), InitConfig: init, OptConfig: proto.Clone(dopt).(*hashtablepb.OptimizerConfig)}}}
-		out.Tables = append(out.Tables, &pspb.TableSpec{Name: denseTable(p), Config: tableConfig(entry), Filter: none})
+		out.Tables = append(out.Tables, &pspb.TableSpec{Name: tmodel.ParamTable(p), Config: tableConfig(entry), Filter: none})
 	}
 	seen := map[string]bool{}
 	for i, t := range out.Tables {

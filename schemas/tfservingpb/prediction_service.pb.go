@@ -1,11 +1,11 @@
-// TF Serving's inference service, reduced to the one method the serving agent calls.
+// TF Serving's inference service, reduced to the methods Monolith's agent and clients call.
 //
 // Written for monolith-go; package, service and method names match TF Serving's
-// tensorflow_serving/apis/prediction_service.proto, so the path of the kept method is
-// /tensorflow.serving.PredictionService/GetModelMetadata.
+// tensorflow_serving/apis/prediction_service.proto, so the paths of the kept methods are
+// /tensorflow.serving.PredictionService/{GetModelMetadata,Predict}.
 //
-// Omitted: Classify, Regress, Predict and MultiInference, whose messages need TensorFlow's
-// tensor and Example protos. Leaving methods out of a service changes no method path and
+// Omitted: Classify, Regress and MultiInference, whose messages need TensorFlow's Example
+// protos. Leaving methods out of a service changes no method path and
 // no message; a server built from this file answers them with UNIMPLEMENTED, as a server
 // that lacks a method does.
 
@@ -35,19 +35,24 @@ var File_tensorflow_serving_apis_prediction_service_proto protoreflect.FileDescr
 
 const file_tensorflow_serving_apis_prediction_service_proto_rawDesc = "" +
 	"\n" +
-	"0tensorflow_serving/apis/prediction_service.proto\x12\x12tensorflow.serving\x1a0tensorflow_serving/apis/get_model_metadata.proto2\x82\x01\n" +
+	"0tensorflow_serving/apis/prediction_service.proto\x12\x12tensorflow.serving\x1a0tensorflow_serving/apis/get_model_metadata.proto\x1a%tensorflow_serving/apis/predict.proto2\xd6\x01\n" +
 	"\x11PredictionService\x12m\n" +
-	"\x10GetModelMetadata\x12+.tensorflow.serving.GetModelMetadataRequest\x1a,.tensorflow.serving.GetModelMetadataResponseB5Z3github.com/monolith-go/monolith/schemas/tfservingpbb\x06proto3"
+	"\x10GetModelMetadata\x12+.tensorflow.serving.GetModelMetadataRequest\x1a,.tensorflow.serving.GetModelMetadataResponse\x12R\n" +
+	"\aPredict\x12\".tensorflow.serving.PredictRequest\x1a#.tensorflow.serving.PredictResponseB5Z3github.com/monolith-go/monolith/schemas/tfservingpbb\x06proto3"
 
 var file_tensorflow_serving_apis_prediction_service_proto_goTypes = []any{
 	(*GetModelMetadataRequest)(nil),  // 0: tensorflow.serving.GetModelMetadataRequest
-	(*GetModelMetadataResponse)(nil), // 1: tensorflow.serving.GetModelMetadataResponse
+	(*PredictRequest)(nil),           // 1: tensorflow.serving.PredictRequest
+	(*GetModelMetadataResponse)(nil), // 2: tensorflow.serving.GetModelMetadataResponse
+	(*PredictResponse)(nil),          // 3: tensorflow.serving.PredictResponse
 }
 var file_tensorflow_serving_apis_prediction_service_proto_depIdxs = []int32{
 	0, // 0: tensorflow.serving.PredictionService.GetModelMetadata:input_type -> tensorflow.serving.GetModelMetadataRequest
-	1, // 1: tensorflow.serving.PredictionService.GetModelMetadata:output_type -> tensorflow.serving.GetModelMetadataResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
+	1, // 1: tensorflow.serving.PredictionService.Predict:input_type -> tensorflow.serving.PredictRequest
+	2, // 2: tensorflow.serving.PredictionService.GetModelMetadata:output_type -> tensorflow.serving.GetModelMetadataResponse
+	3, // 3: tensorflow.serving.PredictionService.Predict:output_type -> tensorflow.serving.PredictResponse
+	2, // [2:4] is the sub-list for method output_type
+	0, // [0:2] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -59,6 +64,7 @@ func file_tensorflow_serving_apis_prediction_service_proto_init() {
 		return
 	}
 	file_tensorflow_serving_apis_get_model_metadata_proto_init()
+	file_tensorflow_serving_apis_predict_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

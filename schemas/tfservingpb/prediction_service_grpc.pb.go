@@ -1,11 +1,11 @@
-// TF Serving's inference service, reduced to the one method the serving agent calls.
+// TF Serving's inference service, reduced to the methods Monolith's agent and clients call.
 //
 // Written for monolith-go; package, service and method names match TF Serving's
-// tensorflow_serving/apis/prediction_service.proto, so the path of the kept method is
-// /tensorflow.serving.PredictionService/GetModelMetadata.
+// tensorflow_serving/apis/prediction_service.proto, so the paths of the kept methods are
+// /tensorflow.serving.PredictionService/{GetModelMetadata,Predict}.
 //
-// Omitted: Classify, Regress, Predict and MultiInference, whose messages need TensorFlow's
-// tensor and Example protos. Leaving methods out of a service changes no method path and
+// Omitted: Classify, Regress and MultiInference, whose messages need TensorFlow's Example
+// protos. Leaving methods out of a service changes no method path and
 // no message; a server built from this file answers them with UNIMPLEMENTED, as a server
 // that lacks a method does.
 
@@ -31,6 +31,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	PredictionService_GetModelMetadata_FullMethodName = "/tensorflow.serving.PredictionService/GetModelMetadata"
+	PredictionService_Predict_FullMethodName          = "/tensorflow.serving.PredictionService/Predict"
 )
 
 // PredictionServiceClient is the client API for PredictionService service.
@@ -39,6 +40,8 @@ const (
 type PredictionServiceClient interface {
 	// Metadata (e.g. signatures) of a loaded model.
 	GetModelMetadata(ctx context.Context, in *GetModelMetadataRequest, opts ...grpc.CallOption) (*GetModelMetadataResponse, error)
+	// Runs a loaded model on the request's input tensors.
+	Predict(ctx context.Context, in *PredictRequest, opts ...grpc.CallOption) (*PredictResponse, error)
 }
 
 type predictionServiceClient struct {
@@ -59,12 +62,24 @@ func (c *predictionServiceClient) GetModelMetadata(ctx context.Context, in *GetM
 	return out, nil
 }
 
+func (c *predictionServiceClient) Predict(ctx context.Context, in *PredictRequest, opts ...grpc.CallOption) (*PredictResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PredictResponse)
+	err := c.cc.Invoke(ctx, PredictionService_Predict_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PredictionServiceServer is the server API for PredictionService service.
 // All implementations must embed UnimplementedPredictionServiceServer
 // for forward compatibility.
 type PredictionServiceServer interface {
 	// Metadata (e.g. signatures) of a loaded model.
 	GetModelMetadata(context.Context, *GetModelMetadataRequest) (*GetModelMetadataResponse, error)
+	// Runs a loaded model on the request's input tensors.
+	Predict(context.Context, *PredictRequest) (*PredictResponse, error)
 	mustEmbedUnimplementedPredictionServiceServer()
 }
 
@@ -77,6 +92,9 @@ type UnimplementedPredictionServiceServer struct{}
 
 func (UnimplementedPredictionServiceServer) GetModelMetadata(context.Context, *GetModelMetadataRequest) (*GetModelMetadataResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetModelMetadata not implemented")
+}
+func (UnimplementedPredictionServiceServer) Predict(context.Context, *PredictRequest) (*PredictResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Predict not implemented")
 }
 func (UnimplementedPredictionServiceServer) mustEmbedUnimplementedPredictionServiceServer() {}
 func (UnimplementedPredictionServiceServer) testEmbeddedByValue()                           {}
@@ -117,6 +135,24 @@ func _PredictionService_GetModelMetadata_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PredictionService_Predict_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PredictRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PredictionServiceServer).Predict(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PredictionService_Predict_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PredictionServiceServer).Predict(ctx, req.(*PredictRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PredictionService_ServiceDesc is the grpc.ServiceDesc for PredictionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -127,6 +163,10 @@ var PredictionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetModelMetadata",
 			Handler:    _PredictionService_GetModelMetadata_Handler,
+		},
+		{
+			MethodName: "Predict",
+			Handler:    _PredictionService_Predict_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

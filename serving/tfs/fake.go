@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +72,23 @@ type FakeOptions struct {
 	Logger *slog.Logger
 	// TLS serves gRPC over TLS (internal/tlsconf; nil: plaintext).
 	TLS *tls.Config
+	// Loader, when set, loads each version as it leaves LOADING, and the loaded servable
+	// answers Predict: the Fake is then a model server (monolith serve). Nil keeps it a
+	// double whose versions hold nothing and whose Predict is UNIMPLEMENTED.
+	Loader Loader
+}
+
+// Loader loads the versions a model server serves.
+type Loader interface {
+	// Load loads version v of model name from its folder dir ({base_path}/{v}). An error
+	// ends the version (END, with the error in its status) until a later scan tries again.
+	Load(ctx context.Context, name, dir string, v int64) (Servable, error)
+}
+
+// Servable is a loaded version.
+type Servable interface {
+	// Predict answers a request resolved to this version.
+	Predict(ctx context.Context, req *pb.PredictRequest) (*pb.PredictResponse, error)
 }
 
 // DefaultFakeOptions returns the defaults: loopback ephemeral port, 100 ms steps, a
@@ -121,6 +140,9 @@ type Fake struct {
 
 	grpc      *grpc.Server
 	lis       net.Listener
+	loads     sync.WaitGroup // loads in flight
+	loadCtx   context.Context
+	stopLoads context.CancelFunc
 	serving   atomic.Bool
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -136,6 +158,11 @@ type fakeModel struct {
 	config   *pb.ModelConfig
 	wanted   map[int64]bool // versions the policy selects; empty when unconfigured
 	versions map[int64]pb.ModelVersionStatus_State
+	// With a Loader: the loaded versions, the ones loading, and the last load failure of
+	// each version that failed.
+	servables map[int64]Servable
+	loading   map[int64]bool
+	failed    map[int64]error
 }
 
 // predictionServer serves PredictionService for a Fake.
@@ -146,6 +173,10 @@ type predictionServer struct {
 
 func (p predictionServer) GetModelMetadata(ctx context.Context, req *pb.GetModelMetadataRequest) (*pb.GetModelMetadataResponse, error) {
 	return p.f.GetModelMetadata(ctx, req)
+}
+
+func (p predictionServer) Predict(ctx context.Context, req *pb.PredictRequest) (*pb.PredictResponse, error) {
+	return p.f.Predict(ctx, req)
 }
 
 // NewFake reads the initial config, scans the base paths (every version starts at
@@ -164,6 +195,7 @@ func NewFake(opts FakeOptions) (*Fake, error) {
 		return nil, err
 	}
 	f := &Fake{opts: opts, log: opts.Logger, closed: make(chan struct{})}
+	f.loadCtx, f.stopLoads = context.WithCancel(context.Background())
 	f.mu.models = make(map[string]*fakeModel)
 	f.mu.config = &pb.ModelServerConfig{}
 	cfg := opts.Config
@@ -206,7 +238,7 @@ func (f *Fake) Serve(ctx context.Context) error {
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { f.loop(loopCtx) })
-	defer func() { stopLoop(); wg.Wait() }()
+	defer func() { stopLoop(); wg.Wait(); f.stopLoads(); f.loads.Wait() }()
 	served := make(chan error, 1)
 	go func() { served <- f.grpc.Serve(f.lis) }()
 	f.log.Info("fake TF Serving serving", "addr", f.Addr())
@@ -240,6 +272,7 @@ func (f *Fake) Serve(ctx context.Context) error {
 func (f *Fake) Close() error {
 	f.closeOnce.Do(func() {
 		close(f.closed)
+		f.stopLoads()
 		f.grpc.Stop()
 		f.lis.Close() // Stop closes it only when Serve ran; a second close is harmless.
 	})
@@ -333,7 +366,8 @@ func (f *Fake) installReloadLocked(cfg *pb.ModelServerConfig) error {
 	for _, mc := range f.mu.config.GetModelConfigList().GetConfig() {
 		m := f.mu.models[mc.GetName()]
 		if m == nil {
-			m = &fakeModel{versions: make(map[int64]pb.ModelVersionStatus_State)}
+			m = &fakeModel{versions: make(map[int64]pb.ModelVersionStatus_State),
+				servables: map[int64]Servable{}, loading: map[int64]bool{}, failed: map[int64]error{}}
 			f.mu.models[mc.GetName()] = m
 		}
 		m.config = mc
@@ -372,6 +406,10 @@ func (f *Fake) advance() {
 				case pb.ModelVersionStatus_START:
 					next = pb.ModelVersionStatus_LOADING
 				case pb.ModelVersionStatus_LOADING:
+					if f.opts.Loader != nil && m.servables[v] == nil {
+						f.startLoadLocked(name, m, v) // AVAILABLE once loaded
+						break
+					}
 					next = pb.ModelVersionStatus_AVAILABLE
 				case pb.ModelVersionStatus_UNLOADING:
 					next = pb.ModelVersionStatus_END
@@ -390,11 +428,47 @@ func (f *Fake) advance() {
 					next = pb.ModelVersionStatus_END
 				}
 			}
+			if next == pb.ModelVersionStatus_END {
+				// Requests in flight keep their reference to the servable.
+				delete(m.servables, v)
+			}
 			if next >= 0 {
 				f.setLocked(name, m, v, next)
 			}
 		}
 	}
+}
+
+// startLoadLocked loads version v of model name in the background (once at a time): on
+// success the version becomes AVAILABLE if it is still wanted; on failure it ends, with the
+// error in its status. f.mu is held.
+func (f *Fake) startLoadLocked(name string, m *fakeModel, v int64) {
+	if m.loading[v] {
+		return
+	}
+	m.loading[v] = true
+	dir := filepath.Join(m.config.GetBasePath(), strconv.FormatInt(v, 10))
+	f.loads.Go(func() {
+		sv, err := f.opts.Loader.Load(f.loadCtx, name, dir, v)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(m.loading, v)
+		switch {
+		case err != nil:
+			if prev := m.failed[v]; prev == nil || prev.Error() != err.Error() {
+				f.log.Warn("model server: version not loaded", "model", name, "version", v, "err", err)
+			}
+			m.failed[v] = err
+			f.setLocked(name, m, v, pb.ModelVersionStatus_END)
+		case !m.wanted[v] || m.versions[v] != pb.ModelVersionStatus_LOADING:
+			f.setLocked(name, m, v, pb.ModelVersionStatus_END) // dropped while it loaded
+		default:
+			delete(m.failed, v)
+			m.servables[v] = sv
+			f.setLocked(name, m, v, pb.ModelVersionStatus_AVAILABLE)
+			f.log.Info("model server: version available", "model", name, "version", v)
+		}
+	})
 }
 
 // resolveLocked finds the version a spec names: its version, its label, or (neither)
@@ -450,9 +524,11 @@ func (f *Fake) GetModelStatus(_ context.Context, req *pb.GetModelStatusRequest) 
 	}
 	resp := &pb.GetModelStatusResponse{}
 	for _, v := range vs {
-		resp.ModelVersionStatus = append(resp.ModelVersionStatus, &pb.ModelVersionStatus{
-			Version: v, State: m.versions[v], Status: &pb.StatusProto{ErrorCode: tfcorepb.Code_OK},
-		})
+		st := &pb.StatusProto{ErrorCode: tfcorepb.Code_OK}
+		if err := m.failed[v]; err != nil && m.versions[v] == pb.ModelVersionStatus_END {
+			st = &pb.StatusProto{ErrorCode: tfcorepb.Code_UNKNOWN, ErrorMessage: err.Error()}
+		}
+		resp.ModelVersionStatus = append(resp.ModelVersionStatus, &pb.ModelVersionStatus{Version: v, State: m.versions[v], Status: st})
 	}
 	return resp, nil
 }
@@ -490,15 +566,6 @@ func (f *Fake) GetModelMetadata(_ context.Context, req *pb.GetModelMetadataReque
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	newestAvailable := func(m *fakeModel) (int64, bool) {
-		best, ok := int64(0), false
-		for v, s := range m.versions {
-			if s == pb.ModelVersionStatus_AVAILABLE && (!ok || v > best) {
-				best, ok = v, true
-			}
-		}
-		return best, ok
-	}
 	m, v, _, err := f.resolveLocked(req.GetModelSpec(), newestAvailable)
 	if err != nil {
 		return nil, err
@@ -514,4 +581,47 @@ func (f *Fake) GetModelMetadata(_ context.Context, req *pb.GetModelMetadataReque
 		},
 		Metadata: map[string]*anypb.Any{"signature_def": {TypeUrl: SignatureDefMapURL}},
 	}, nil
+}
+
+// newestAvailable is the newest AVAILABLE version of m.
+func newestAvailable(m *fakeModel) (int64, bool) {
+	best, ok := int64(0), false
+	for v, s := range m.versions {
+		if s == pb.ModelVersionStatus_AVAILABLE && (!ok || v > best) {
+			best, ok = v, true
+		}
+	}
+	return best, ok
+}
+
+// Predict implements PredictionService with the Loader's servable of the version the spec
+// resolves to (asked, labelled, or the newest AVAILABLE); the response names that version.
+// Without a Loader it is UNIMPLEMENTED: the double loads no model.
+func (f *Fake) Predict(ctx context.Context, req *pb.PredictRequest) (*pb.PredictResponse, error) {
+	if f.opts.Loader == nil {
+		return nil, status.Error(codes.Unimplemented, "fake TF Serving loads no model and does not predict: run monolith serve")
+	}
+	name := req.GetModelSpec().GetName()
+	if name == "" {
+		return nil, status.Error(codes.InvalidArgument, "Missing ModelSpec")
+	}
+	f.mu.Lock()
+	m, v, _, err := f.resolveLocked(req.GetModelSpec(), newestAvailable)
+	var sv Servable
+	if err == nil {
+		if sv = m.servables[v]; sv == nil || m.versions[v] != pb.ModelVersionStatus_AVAILABLE {
+			err = status.Errorf(codes.NotFound, "Servable not found for request: Specific(%s, %d)", name, v)
+		}
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := sv.Predict(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp.ModelSpec = &pb.ModelSpec{Name: name, VersionChoice: &pb.ModelSpec_Version{Version: wrapperspb.Int64(v)},
+		SignatureName: req.GetModelSpec().GetSignatureName()}
+	return resp, nil
 }

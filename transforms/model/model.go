@@ -175,23 +175,8 @@ func (f *predictFn) StartBundle(ctx context.Context, _ func(Scores)) error {
 			if err != nil || !f.LineIDs {
 				return sc, err
 			}
-			// One buffer for the batch's line ids (they alias the batch until copied).
-			sc.LineIDs = make([][]byte, len(sc.Preds))
-			size := 0
-			for r := range sc.LineIDs {
-				b, err := batch.LineIDBytes(in.Batch, r)
-				if err != nil {
-					return Scores{}, fmt.Errorf("transforms/model: line id of row %d: %w", r, err)
-				}
-				sc.LineIDs[r], size = b, size+len(b)
-			}
-			buf := make([]byte, 0, size)
-			for r, b := range sc.LineIDs {
-				start := len(buf)
-				buf = append(buf, b...)
-				sc.LineIDs[r] = buf[start:len(buf):len(buf)]
-			}
-			return sc, nil
+			sc.LineIDs, err = RowLineIDs(in.Batch, len(sc.Preds))
+			return sc, err
 		})
 	return err
 }
@@ -304,19 +289,61 @@ func (st *Step) Train(in *element.Sharded) (*element.Sharded, error) {
 
 // Predict returns the probabilities and labels of one element's rows.
 func (st *Step) Predict(in *element.Sharded) (Scores, error) {
+	preds, err := st.Probabilities(in)
+	if err != nil {
+		return Scores{}, err
+	}
+	labels, err := st.labels(in.Batch, len(preds))
+	if err != nil {
+		return Scores{}, err
+	}
+	return Scores{Preds: preds, Labels: append([]float32(nil), labels...)}, nil
+}
+
+// Probabilities returns the probability of each of one element's rows, reading no label
+// (serving's answer).
+func (st *Step) Probabilities(in *element.Sharded) ([]float32, error) {
 	rows, _, err := st.forward(in, "Predict")
 	if err != nil {
-		return Scores{}, err
+		return nil, err
 	}
-	labels, err := st.labels(in.Batch, rows)
-	if err != nil {
-		return Scores{}, err
-	}
-	sc := Scores{Preds: make([]float32, rows), Labels: append([]float32(nil), labels...)}
+	preds := make([]float32, rows)
 	for r := range rows {
-		sc.Preds[r] = kmodel.Sigmoid(st.logit[r])
+		preds[r] = kmodel.Sigmoid(st.logit[r])
 	}
-	return sc, nil
+	return preds, nil
+}
+
+// ParamTable is the PS table holding dense parameter p, one row per parameter row: training
+// looks it up and applies its gradients there, and a served model reads it back.
+func ParamTable(p kmodel.Param) string { return "dense_" + p.Name }
+
+// RowLineIDs copies the serialized LineId of each of rec's first rows rows (nil for a row
+// without one) into one buffer: they alias the batch until copied.
+func RowLineIDs(rec arrow.RecordBatch, rows int) ([][]byte, error) {
+	ids := make([][]byte, rows)
+	size := 0
+	for r := range ids {
+		b, err := batch.LineIDBytes(rec, r)
+		if err != nil {
+			return nil, fmt.Errorf("transforms/model: line id of row %d: %w", r, err)
+		}
+		ids[r], size = b, size+len(b)
+	}
+	buf := make([]byte, 0, size)
+	for r, b := range ids {
+		start := len(buf)
+		buf = append(buf, b...)
+		ids[r] = buf[start:len(buf):len(buf)]
+	}
+	return ids, nil
+}
+
+// RowLabels returns the first label of every row of rec, as Predict reads them.
+func RowLabels(rec arrow.RecordBatch) ([]float32, error) {
+	var st Step
+	l, err := st.labels(rec, int(rec.NumRows()))
+	return l, err
 }
 
 // labels reads the first label of every row of rec.

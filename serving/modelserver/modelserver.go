@@ -1,0 +1,303 @@
+// Package modelserver serves the models `monolith export --model` writes (ps/servingmodel)
+// behind TF Serving's API: Loader is the loader of serving/tfs's server, and each loaded
+// version answers Predict with training's own shard, layout and model steps over its tables.
+package modelserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/monolith-go/monolith/io/pbtext"
+	"github.com/monolith-go/monolith/ps/servingmodel"
+	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/parserpb"
+	"github.com/monolith-go/monolith/schemas/tfcorepb"
+	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
+	"github.com/monolith-go/monolith/serving/tfs"
+	"github.com/monolith-go/monolith/transforms/config"
+	"github.com/monolith-go/monolith/transforms/element"
+	"github.com/monolith-go/monolith/transforms/layout"
+	tmodel "github.com/monolith-go/monolith/transforms/model"
+	"github.com/monolith-go/monolith/transforms/shard"
+)
+
+// The input and output aliases of Predict.
+const (
+	InputExampleBatch = "example_batch" // serialized ExampleBatch messages
+	InputInstances    = "instances"     // serialized Instance messages, one row each
+	OutputPredictions = "predictions"   // float, one probability per row
+)
+
+// DefaultMaxRows bounds the rows of one Predict request.
+const DefaultMaxRows = 1 << 16
+
+// Loader loads exported model versions (tfs.Loader).
+type Loader struct {
+	// MaxRows bounds the rows of one request (default DefaultMaxRows).
+	MaxRows int
+	// Workers is how many requests one version runs at once (default GOMAXPROCS).
+	Workers int
+	Log     *slog.Logger
+}
+
+var _ tfs.Loader = Loader{}
+
+// Load opens the version folder dir (its done marker, manifest and checksums) and builds
+// its model: the tables in memory, decoded, and one set of steps per worker.
+func (l Loader) Load(ctx context.Context, name, dir string, v int64) (tfs.Servable, error) {
+	man, err := servingmodel.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	spec := man.Spec
+	fc := &examplepb.FeatureConfigs{}
+	if err := pbtext.ReadText([]byte(spec.FeatureConfigs), fc); err != nil {
+		return nil, fmt.Errorf("modelserver: %s: feature configs: %w", dir, err)
+	}
+	k, err := config.New(fc, spec.Shards, 5)
+	if err != nil {
+		return nil, fmt.Errorf("modelserver: %s: %w", dir, err)
+	}
+	k.Unique = spec.Unique
+	cfg, err := k.Build()
+	if err != nil {
+		return nil, fmt.Errorf("modelserver: %s: %w", dir, err)
+	}
+	byName := map[string]*servingmodel.Table{}
+	for _, t := range man.Tables {
+		byName[t.Name] = t
+	}
+	m := &Model{name: name, version: v, maxRows: l.MaxRows}
+	if m.maxRows <= 0 {
+		m.maxRows = DefaultMaxRows
+	}
+	for _, ct := range cfg.Tables {
+		t := byName[ct.Name]
+		if t == nil {
+			return nil, fmt.Errorf("%w: %s has no table %q, which the feature configs use", servingmodel.ErrCorrupt, dir, ct.Name)
+		}
+		st, err := loadTable(ctx, dir, t)
+		if err != nil {
+			return nil, err
+		}
+		m.tables = append(m.tables, st)
+	}
+	mspec := tmodel.Spec{Name: spec.Model, Bias: spec.Bias, Vec: spec.Vec, Hidden: spec.Hidden}
+	workers := l.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	m.pool = make(chan *runner, workers)
+	for i := range workers {
+		r := &runner{}
+		if err := r.shard.Init(k); err != nil {
+			return nil, err
+		}
+		if err := r.layout.Init(k, layout.FromTrain{}); err != nil {
+			return nil, err
+		}
+		if r.step, err = tmodel.NewStep(mspec, k); err != nil {
+			return nil, fmt.Errorf("modelserver: %s: %w", dir, err)
+		}
+		if i == 0 {
+			for _, p := range r.step.Params() {
+				t := byName[tmodel.ParamTable(p)]
+				if t == nil || t.Dim != p.Cols {
+					return nil, fmt.Errorf("%w: %s: dense parameter %q needs table %q of dim %d", servingmodel.ErrCorrupt, dir, p.Name, tmodel.ParamTable(p), p.Cols)
+				}
+				st, err := loadTable(ctx, dir, t)
+				if err != nil {
+					return nil, err
+				}
+				ids := make([]uint64, p.Rows)
+				for i := range ids {
+					ids[i] = uint64(i)
+				}
+				m.params = append(m.params, st.rowsOf(ids, nil))
+			}
+		}
+		m.pool <- r
+	}
+	log := l.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var rows int
+	for _, t := range m.tables {
+		rows += len(t.index)
+	}
+	log.Info("model loaded", "model", name, "version", v, "tables", len(m.tables), "rows", rows, "dense", len(m.params))
+	return m, nil
+}
+
+// servedTable is one table in memory: fid → row, rows decoded.
+type servedTable struct {
+	name  string
+	dim   int
+	index map[uint64]int32
+	rows  []float32
+}
+
+func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedTable, error) {
+	st := &servedTable{name: t.Name, dim: t.Dim, index: make(map[uint64]int32, t.Entries), rows: make([]float32, 0, int(t.Entries)*t.Dim)}
+	err := t.Scan(dir, func(fid int64, emb []float32) error {
+		if len(st.index)&4095 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		st.index[uint64(fid)] = int32(len(st.index))
+		st.rows = append(st.rows, emb...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("modelserver: %s table %q: %w", dir, t.Name, err)
+	}
+	return st, nil
+}
+
+// rowsOf appends the rows of fids to dst (zeros for a fid the table lacks, as training's
+// evaluation reads an absent fid).
+func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
+	for _, f := range fids {
+		if i, ok := t.index[f]; ok {
+			dst = append(dst, t.rows[int(i)*t.dim:(int(i)+1)*t.dim]...)
+		} else {
+			dst = append(dst, make([]float32, t.dim)...)
+		}
+	}
+	return dst
+}
+
+// runner is one worker's steps (not safe for concurrent use).
+type runner struct {
+	shard  shard.Batcher
+	layout layout.Forward
+	step   *tmodel.Step
+}
+
+// Model is a loaded version (tfs.Servable).
+type Model struct {
+	name    string
+	version int64
+	maxRows int
+	tables  []*servedTable // in the feature configs' table order
+	params  [][]float32    // dense parameters, in the model's order
+	pool    chan *runner
+}
+
+// Predict answers one request: the rows of its "example_batch" or "instances" input, in
+// order, each with its probability. Bad input is InvalidArgument naming the input, the
+// element and what is wrong; the model keeps serving.
+func (m *Model) Predict(ctx context.Context, req *pb.PredictRequest) (*pb.PredictResponse, error) {
+	recs, err := m.decode(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var r *runner
+	select {
+	case r = <-m.pool:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	defer func() { m.pool <- r }()
+	var preds []float32
+	for i, rec := range recs {
+		p, err := m.forward(ctx, r, rec)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "modelserver: model %s version %d: input batch %d: %v", m.name, m.version, i, err)
+		}
+		preds = append(preds, p...)
+	}
+	out := &tfcorepb.TensorProto{Dtype: tfcorepb.DataType_DT_FLOAT, FloatVal: preds,
+		TensorShape: &tfcorepb.TensorShapeProto{Dim: []*tfcorepb.TensorShapeProto_Dim{{Size: int64(len(preds))}}}}
+	return &pb.PredictResponse{Outputs: map[string]*tfcorepb.TensorProto{OutputPredictions: out}}, nil
+}
+
+// forward runs training's shard, lookup (from the served tables), layout and model on rec.
+func (m *Model) forward(ctx context.Context, r *runner, rec arrow.RecordBatch) ([]float32, error) {
+	res, err := r.shard.Shard(rec)
+	if err != nil {
+		return nil, err
+	}
+	P := res.PS
+	t := &element.TrainState{Emb: make([][]float32, len(m.tables)*P), Params: m.params}
+	for ti, tb := range m.tables {
+		for p := range P {
+			t.Emb[ti*P+p] = tb.rowsOf(res.List(ti, p), []float32{})
+		}
+	}
+	in := &element.Sharded{Batch: rec, Shard: res, Train: t}
+	tensors, err := r.layout.Run(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return r.step.Probabilities(&element.Sharded{Batch: rec, Shard: res, Tensors: tensors, Train: t})
+}
+
+// decode turns the request's input into batches.
+func (m *Model) decode(req *pb.PredictRequest) ([]arrow.RecordBatch, error) {
+	eb, hasEB := req.GetInputs()[InputExampleBatch]
+	in, hasIn := req.GetInputs()[InputInstances]
+	switch {
+	case hasEB == hasIn:
+		return nil, status.Errorf(codes.InvalidArgument, "modelserver: Predict needs exactly one input, %q (serialized ExampleBatch) or %q (serialized Instance); got %d inputs", InputExampleBatch, InputInstances, len(req.GetInputs()))
+	case hasEB && eb.GetDtype() != tfcorepb.DataType_DT_STRING, hasIn && in.GetDtype() != tfcorepb.DataType_DT_STRING:
+		return nil, status.Errorf(codes.InvalidArgument, "modelserver: the input must be a DT_STRING tensor of serialized messages")
+	}
+	mem := memory.DefaultAllocator
+	var recs []arrow.RecordBatch
+	fail := func(err error) ([]arrow.RecordBatch, error) {
+		for _, r := range recs {
+			r.Release()
+		}
+		return nil, err
+	}
+	rows := 0
+	if hasEB {
+		for i, b := range eb.GetStringVal() {
+			rec, err := batch.DecodeExampleBatch(mem, b)
+			if err != nil {
+				return fail(status.Errorf(codes.InvalidArgument, "modelserver: input %q element %d: %v", InputExampleBatch, i, err))
+			}
+			recs = append(recs, rec)
+			if rows += int(rec.NumRows()); rows > m.maxRows {
+				return fail(status.Errorf(codes.InvalidArgument, "modelserver: input %q: more than %d rows (the request limit) by element %d", InputExampleBatch, m.maxRows, i))
+			}
+		}
+		return recs, nil
+	}
+	vals := in.GetStringVal()
+	if len(vals) > m.maxRows {
+		return nil, status.Errorf(codes.InvalidArgument, "modelserver: input %q: %d rows, more than the request limit of %d", InputInstances, len(vals), m.maxRows)
+	}
+	ins := make([]*parserpb.Instance, len(vals))
+	for i, b := range vals {
+		ins[i] = &parserpb.Instance{}
+		if err := proto.Unmarshal(b, ins[i]); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "modelserver: input %q row %d: not an Instance: %v", InputInstances, i, err)
+		}
+	}
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	rec, err := batch.FromInstances(mem, ins)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "modelserver: input %q: %v", InputInstances, err)
+	}
+	return []arrow.RecordBatch{rec}, nil
+}
