@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/monolith-go/monolith/serving/hostutil"
 	"github.com/monolith-go/monolith/serving/modelmgr"
 	"github.com/monolith-go/monolith/serving/replica"
+	"github.com/monolith-go/monolith/serving/tfs"
 )
 
 // envMPSChild marks an agent started by an MPS parent (dense_service_num processes).
@@ -124,11 +126,15 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	zkOpts := zk.Options{Auth: os.Getenv("ZK_AUTH"), Logger: log, Metrics: zm}
+	getenv, err := tfsBinaryEnv()
+	if err != nil {
+		return err
+	}
 	listen := net.JoinHostPort(*host, strconv.Itoa(cfg.AgentPort))
 	switch cfg.AgentVersion {
 	case 1:
 		a, err := agent.NewV1(agent.V1Options{
-			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
+			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log, Getenv: getenv,
 			NewReplicas: func(c *zk.Client, cfg config.AgentConfig) (agent.Replicas, error) {
 				mon, err := replica.NewTFSMonitor(cfg, "127.0.0.1")
 				if err != nil {
@@ -152,7 +158,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return errors.New("agent_version v2 is not support")
 	case 3:
 		a, err := agent.NewV3(agent.V3Options{
-			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log,
+			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log, Getenv: getenv,
 			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am, TLS: serveTLS,
 		})
 		if err != nil {
@@ -171,6 +177,23 @@ type v1Replicas struct {
 
 // Stop stops the manager, then closes the monitor's connections.
 func (r v1Replicas) Stop() { r.Manager.Stop(); r.mon.Close() }
+
+// tfsBinaryEnv is the agent's environment, where an unset MONOLITH_TFS_BINARY reads as
+// "this binary serve": the agent runs `monolith serve` as its TF Serving unless told
+// otherwise.
+func tfsBinaryEnv() (func(string) (string, bool), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("agent: this binary: %w", err)
+	}
+	return func(k string) (string, bool) {
+		v, ok := os.LookupEnv(k)
+		if k == tfs.EnvBinary && strings.TrimSpace(v) == "" {
+			return self + " serve", true
+		}
+		return v, ok
+	}, nil
+}
 
 // writePlatformConfig writes the platform config text to platform_config_file (post-init
 // step 6), atomically (a TF Serving starting meanwhile reads the old file or the new one);
