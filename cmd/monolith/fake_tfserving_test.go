@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +116,21 @@ func TestFakeTFServingFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestServeHelp: `monolith serve --help` lists the TF Serving flags it takes and those it
+// accepts and ignores, as the agent passes them.
+func TestServeHelp(t *testing.T) {
+	var so, se bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--help"}, &so, &se)
+	if exitCode(err) != 2 {
+		t.Fatalf("serve --help: %v", err)
+	}
+	for _, f := range []string{"-port", "-model_config_file", "-model_config_file_poll_wait_seconds", "-model_base_path",
+		"-file_system_poll_wait_seconds", "-platform_config_file", "-rest_api_port", "-max_rows", "-tls-ca"} {
+		if !strings.Contains(se.String(), f+" ") && !strings.Contains(se.String(), f+"\n") {
+			t.Errorf("serve --help does not list %s:\n%s", f, se.String())
+		}
 	}
 }

@@ -386,7 +386,7 @@ func CheckPath(path string) error {
 }
 
 // orEmpty is data, or an empty buffer for nil: ZooKeeper stores a nil buffer as null data,
-// which Python's kazoo reads as None, while kazoo itself writes b''. Every node is created
+// which Python's kazoo reads as None, while kazoo itself writes b”. Every node is created
 // with the bytes Monolith's client would write.
 func orEmpty(data []byte) []byte {
 	if data == nil {

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/monolith-go/monolith/internal/tlsconf/tlstest"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
@@ -422,4 +424,93 @@ func TestFakeTLS(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// readyLoader loads a version whose folder holds a file "ok", and fails otherwise; its
+// servables answer Predict with their version.
+type readyLoader struct{}
+
+type versionServable struct{ v int64 }
+
+func (readyLoader) Load(_ context.Context, _, dir string, v int64) (Servable, error) {
+	if _, err := os.Stat(filepath.Join(dir, "ok")); err != nil {
+		return nil, fmt.Errorf("version %d is not ready: %w", v, err)
+	}
+	return versionServable{v}, nil
+}
+
+func (s versionServable) Predict(context.Context, *pb.PredictRequest) (*pb.PredictResponse, error) {
+	return &pb.PredictResponse{Outputs: map[string]*tfcorepb.TensorProto{"v": {FloatVal: []float32{float32(s.v)}}}}, nil
+}
+
+// TestFakeWithLoader: with a Loader a version is AVAILABLE once loaded, Predict reaches the
+// newest AVAILABLE version's servable (or the one asked), a version that fails to load ends
+// with the reason in its status while the previous one stays AVAILABLE, and loads later
+// once its folder is ready; without a Loader, Predict is UNIMPLEMENTED.
+func TestFakeWithLoader(t *testing.T) {
+	base := versionDirs(t, t.TempDir(), 1, 2)
+	if err := os.WriteFile(filepath.Join(base, "1", "ok"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &pb.ModelServerConfig{Config: &pb.ModelServerConfig_ModelConfigList{ModelConfigList: &pb.ModelConfigList{Config: []*pb.ModelConfig{{
+		Name: "m", BasePath: base,
+		ModelVersionPolicy: &pb.FileSystemStoragePathSourceConfig_ServableVersionPolicy{PolicyChoice: &pb.FileSystemStoragePathSourceConfig_ServableVersionPolicy_All_{All: &pb.FileSystemStoragePathSourceConfig_ServableVersionPolicy_All{}}},
+	}}}}}
+	f, mon := startFake(t, FakeOptions{Config: cfg, Step: 5 * time.Millisecond, FileSystemPollWait: 20 * time.Millisecond, Loader: readyLoader{}})
+	deadline := time.Now().Add(10 * time.Second)
+	var st []*pb.ModelVersionStatus
+	for {
+		list, err := mon.GetModelStatus(testCtx(t), Spec("m"))
+		if err == nil && len(list) == 2 && list[0].GetState() == available && list[1].GetState() == end {
+			st = list
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("states %v, %v; want 1 AVAILABLE, 2 END", list, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if msg := st[1].GetStatus().GetErrorMessage(); st[1].GetStatus().GetErrorCode() == tfcorepb.Code_OK || !strings.Contains(msg, "version 2 is not ready") {
+		t.Errorf("the failed version's status %v does not say why", st[1].GetStatus())
+	}
+	predict := func(spec *pb.ModelSpec) (float32, error) {
+		resp, err := f.Predict(testCtx(t), &pb.PredictRequest{ModelSpec: spec})
+		if err != nil {
+			return 0, err
+		}
+		if resp.GetModelSpec().GetVersion().GetValue() != int64(resp.GetOutputs()["v"].GetFloatVal()[0]) {
+			t.Errorf("response spec %v for the servable of version %v", resp.GetModelSpec(), resp.GetOutputs()["v"])
+		}
+		return resp.GetOutputs()["v"].GetFloatVal()[0], nil
+	}
+	if v, err := predict(Spec("m")); err != nil || v != 1 {
+		t.Errorf("Predict: version %v, %v; want 1", v, err)
+	}
+	// Version 2 becomes ready: a rescan loads it, and Predict moves to it.
+	if err := os.WriteFile(filepath.Join(base, "2", "ok"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		list, err := mon.GetModelStatus(testCtx(t), Spec("m"))
+		if err == nil && len(list) == 2 && list[0].GetState() == available && list[1].GetState() == available &&
+			list[1].GetStatus().GetErrorCode() == tfcorepb.Code_OK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("version 2 did not load once ready: %v, %v", list, err)
+		}
+	}
+	if v, err := predict(Spec("m")); err != nil || v != 2 {
+		t.Errorf("Predict after version 2 loaded: version %v, %v; want 2", v, err)
+	}
+	if v, err := predict(&pb.ModelSpec{Name: "m", VersionChoice: &pb.ModelSpec_Version{Version: wrapperspb.Int64(1)}}); err != nil || v != 1 {
+		t.Errorf("Predict of version 1: %v, %v", v, err)
+	}
+	if _, err := predict(Spec("other")); status.Code(err) != codes.NotFound {
+		t.Errorf("Predict of an unknown model: %v", err)
+	}
+	plain, _ := startFake(t, FakeOptions{Config: cfg, Step: 5 * time.Millisecond})
+	if _, err := plain.Predict(testCtx(t), &pb.PredictRequest{ModelSpec: Spec("m")}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("Predict without a Loader: %v, want Unimplemented", err)
+	}
 }
