@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/ps/discovery"
+	"github.com/monolith-go/monolith/ps/paramsync"
 	"github.com/monolith-go/monolith/ps/server"
 	"github.com/monolith-go/monolith/ps/table"
 )
@@ -48,6 +50,9 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 	dedupRequesters := fs.Int("dedup-requesters", d.DedupRequesters, "requesters (training workers) with a duplicate window; beyond it the least recently used is forgotten")
 	seed := fs.Uint64("seed", 0, "seed of the random initializers")
 	verbose := fs.Bool("v", false, "verbose logging")
+	syncTo := fs.String("sync-to", "", "parameter sync: serving replicas (monolith serve) at `ADDRS` (comma-separated) get the rows this shard updates")
+	syncModel := fs.String("sync-model", "", "parameter sync: the served model's name (required with --sync-to)")
+	syncEvery := fs.Duration("sync-every", paramsync.DefaultEvery, "parameter sync: the push period")
 	tlsc := tlsconf.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -114,6 +119,14 @@ func runPS(ctx context.Context, args []string, _, stderr io.Writer) error {
 		MaxFidsPerRequest: *maxFids, MaxMessageBytes: *maxMsg, MemLimitBytes: *memLimit,
 		MaxSubRequests: *maxSub, MaxRequestIDBytes: *maxID, NonFiniteGradients: *nonFinite,
 		DedupWindow: *dedupWindow, DedupRequesters: *dedupRequesters, Seed: *seed, Logger: log, TLS: serverTLS,
+	}
+	if *syncTo != "" {
+		if *syncModel == "" || *syncEvery <= 0 {
+			return fmt.Errorf("%w: --sync-to needs --sync-model and a positive --sync-every", errUsage)
+		}
+		opts.Sync = &paramsync.Options{Targets: strings.Split(*syncTo, ","), Model: *syncModel, Every: *syncEvery, TLS: clientTLS}
+	} else if *syncModel != "" {
+		return fmt.Errorf("%w: --sync-model goes with --sync-to", errUsage)
 	}
 	srv, err := server.New(opts) // validates opts
 	if errors.Is(err, server.ErrInvalidOptions) {

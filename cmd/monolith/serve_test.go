@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
+	"github.com/monolith-go/monolith/ps/client"
+	"github.com/monolith-go/monolith/ps/servingmodel"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
 )
@@ -155,5 +158,66 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	if _, err := ms.GetModelStatus(ctx, &pb.GetModelStatusRequest{ModelSpec: &pb.ModelSpec{Name: "planted"}}); err != nil {
 		t.Errorf("the server after bad requests: %v", err)
+	}
+
+	// Parameter sync: a training PS shard restored from the checkpoint pushes the rows it
+	// updates to the server, whose predictions change without a reload.
+	tables := filepath.Join(dir, "tables.pbtxt")
+	if err := run(ctx, []string{"train", "--config", cfg, "--write-tables", tables}, &so, &se); err != nil {
+		t.Fatalf("train --write-tables: %v\n%s", err, se.String())
+	}
+	ps0 := startPS(t, "--tables", tables, "--shard", "0", "--num-shards", "2", "--checkpoint-dir", filepath.Join(dir, "ckpt"),
+		"--sync-to", addr, "--sync-model", "planted", "--sync-every", "100ms")
+	m, err := servingmodel.Open(filepath.Join(base, "planted", strconv.FormatInt(ev.GlobalStep, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New([]string{ps0.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	updated := 0
+	for _, tb := range m.Tables {
+		if strings.HasPrefix(tb.Name, "dense_") {
+			continue
+		}
+		var fids []int64
+		if err := tb.Scan(filepath.Join(base, "planted", strconv.FormatInt(ev.GlobalStep, 10)), func(fid int64, _ []float32) error {
+			if uint64(fid)%2 == 0 {
+				fids = append(fids, fid)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		grads := make([]float32, len(fids)*tb.Dim)
+		for i := range grads {
+			grads[i] = -50
+		}
+		if _, err := cl.ApplyGradients(ctx, tb.Name, tb.Dim, fids, grads, nil, ev.GlobalStep+1, 0); err != nil {
+			t.Fatal(err)
+		}
+		updated += len(fids)
+	}
+	synced := filepath.Join(dir, "synced.jsonl")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := run(ctx, []string{"predict", "--config", cfg, "--server", addr, "--model_name", "planted", "--out", synced}, &so, &se); err != nil {
+			t.Fatalf("predict --server after the updates: %v", err)
+		}
+		_, after, _ := predictionRows(t, synced)
+		changed := 0
+		for i := range after {
+			if after[i] != rPreds[i] {
+				changed++
+			}
+		}
+		if changed > 0 {
+			t.Logf("parameter sync: %d rows updated on shard 0; %d of %d served predictions changed", updated, changed, len(after))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no served prediction changed 30 s after %d rows were updated on a syncing shard", updated)
+		}
 	}
 }

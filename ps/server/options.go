@@ -2,11 +2,14 @@ package server
 
 import (
 	"crypto/tls"
+
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/monolith-go/monolith/ps/paramsync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -97,6 +100,9 @@ type Options struct {
 	// monolith_ps_nonfinite_gradients_skipped_total). A non-finite learning rate is always
 	// rejected.
 	NonFiniteGradients string
+	// Sync, when set, pushes the rows this shard updates to serving replicas every
+	// Sync.Every (spec/ps.md §9, package paramsync); the last push runs as Serve ends.
+	Sync *paramsync.Options
 	// TLS, when set, serves gRPC over TLS with it (internal/tlsconf; ClientAuth set for
 	// mutual TLS). Nil serves plaintext.
 	TLS *tls.Config

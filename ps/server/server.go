@@ -29,6 +29,7 @@ import (
 	"github.com/monolith-go/monolith/internal/mix"
 	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/ps/checkpoint"
+	"github.com/monolith-go/monolith/ps/paramsync"
 	"github.com/monolith-go/monolith/ps/pause"
 	"github.com/monolith-go/monolith/ps/server/codec"
 	"github.com/monolith-go/monolith/ps/table"
@@ -65,6 +66,7 @@ type Server struct {
 	barriers *barriers
 	pause    *pause.Barrier // the training barrier (TrainingBarrier)
 	readRSS  func() (int64, error)
+	sync     *paramsync.Pusher // nil without Options.Sync
 	// beforeSub, when set (tests), runs before each sub-request of a batch RPC.
 	beforeSub func(op string, i int)
 	saveMu    sync.Mutex // one save at a time
@@ -137,6 +139,16 @@ func New(opts Options) (*Server, error) {
 	if opts.CheckpointDir != "" || opts.RestoreFrom != "" {
 		if err := s.restore(); err != nil {
 			return nil, err
+		}
+	}
+	if opts.Sync != nil {
+		so := *opts.Sync
+		if so.Log == nil {
+			so.Log = s.log
+		}
+		var err error
+		if s.sync, err = paramsync.New(so, s.tables); err != nil {
+			return nil, fmt.Errorf("ps/server: %w", err)
 		}
 	}
 
@@ -323,6 +335,9 @@ func (s *Server) stopNow() {
 	s.grpc.Stop()
 	s.lis.Close()
 	s.unregister.Do(func() {
+		if s.sync != nil {
+			s.sync.Close()
+		}
 		if s.metricsSrv != nil {
 			if err := s.metricsSrv.Close(); err != nil {
 				s.log.Debug("close metrics server", "err", err)
@@ -347,6 +362,9 @@ func (s *Server) Close() error {
 
 // background starts the periodic saver and the per-table evictors.
 func (s *Server) background(ctx context.Context, wg *sync.WaitGroup) {
+	if s.sync != nil {
+		wg.Go(func() { s.sync.Run(ctx) })
+	}
 	if s.opts.SaveEvery > 0 && s.ckptDir != "" {
 		wg.Go(func() {
 			tick := time.NewTicker(s.opts.SaveEvery)
@@ -564,6 +582,9 @@ func (s *Server) apply(ctx context.Context, req *pspb.ApplyGradientsRequest) (re
 	r, err := t.Apply(fids, grads, lrs, req.GetGlobalStep(), req.GetUpdateTime())
 	if err != nil {
 		return fail("ps/server: apply table %q: %v", t.Name(), err)
+	}
+	if s.sync != nil {
+		s.sync.Touch(t.Name(), fids)
 	}
 	rsv.commit(0)
 	return &pspb.ApplyGradientsResponse{NumUpdated: int64(r.Updated), NumNotFound: int64(r.NotFound), NumCreated: int64(r.Created)}

@@ -242,6 +242,17 @@ func (t *Table) encode(row []byte, fid int64, num []float32) {
 	}
 }
 
+// Store returns in dst what storing src (Dim values) in this table keeps: each segment
+// encoded by its codec and decoded again (fp32 exactly src).
+func (t *Table) Store(dst, src []float32) {
+	row := make([]byte, t.RowBytes)
+	t.encode(row, 0, src)
+	t.Decode(row, dst)
+}
+
+// ZeroRow is skip_zero_embedding's test (spec/ps.md §2.1): Σx² below FLT_MIN.
+func ZeroRow(v []float32) bool { return zeroRow(v) }
+
 // Decode reads one row (as written in File) into fid and dst (Dim values).
 func (t *Table) Decode(row []byte, dst []float32) int64 {
 	off, at := entryHeaderSize, 0

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/io/pbtext"
+	"github.com/monolith-go/monolith/ps/paramsync"
 	"github.com/monolith-go/monolith/ps/servingmodel"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
@@ -91,6 +94,10 @@ func (l Loader) Load(ctx context.Context, name, dir string, v int64) (tfs.Servab
 		}
 		m.tables = append(m.tables, st)
 	}
+	m.byName = map[string]*servedTable{}
+	for _, st := range m.tables {
+		m.byName[st.name] = st
+	}
 	mspec := tmodel.Spec{Name: spec.Model, Bias: spec.Bias, Vec: spec.Vec, Hidden: spec.Hidden}
 	workers := l.Workers
 	if workers <= 0 {
@@ -139,16 +146,19 @@ func (l Loader) Load(ctx context.Context, name, dir string, v int64) (tfs.Servab
 	return m, nil
 }
 
-// servedTable is one table in memory: fid → row, rows decoded.
+// servedTable is one table in memory: fid → row, rows decoded. Parameter sync assigns rows
+// while requests read them.
 type servedTable struct {
 	name  string
 	dim   int
+	meta  *servingmodel.Table
+	mu    sync.RWMutex
 	index map[uint64]int32
 	rows  []float32
 }
 
 func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedTable, error) {
-	st := &servedTable{name: t.Name, dim: t.Dim, index: make(map[uint64]int32, t.Entries), rows: make([]float32, 0, int(t.Entries)*t.Dim)}
+	st := &servedTable{name: t.Name, dim: t.Dim, meta: t, index: make(map[uint64]int32, t.Entries), rows: make([]float32, 0, int(t.Entries)*t.Dim)}
 	err := t.Scan(dir, func(fid int64, emb []float32) error {
 		if len(st.index)&4095 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -168,6 +178,8 @@ func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedT
 // rowsOf appends the rows of fids to dst (zeros for a fid the table lacks, as training's
 // evaluation reads an absent fid).
 func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	for _, f := range fids {
 		if i, ok := t.index[f]; ok {
 			dst = append(dst, t.rows[int(i)*t.dim:(int(i)+1)*t.dim]...)
@@ -176,6 +188,28 @@ func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 		}
 	}
 	return dst
+}
+
+// assign stores rows (len(fids)×dim values) as parameter sync pushes them: through the
+// table's codecs, an all-zero row erasing its fid where skip_zero_embedding is set.
+func (t *servedTable) assign(fids []int64, rows []float32) {
+	stored := make([]float32, t.dim)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, f := range fids {
+		row := rows[i*t.dim : (i+1)*t.dim]
+		if t.meta.SkipZero && servingmodel.ZeroRow(row) {
+			delete(t.index, uint64(f))
+			continue
+		}
+		t.meta.Store(stored, row)
+		if k, ok := t.index[uint64(f)]; ok {
+			copy(t.rows[int(k)*t.dim:], stored)
+			continue
+		}
+		t.index[uint64(f)] = int32(len(t.rows) / t.dim)
+		t.rows = append(t.rows, stored...)
+	}
 }
 
 // runner is one worker's steps (not safe for concurrent use).
@@ -191,7 +225,8 @@ type Model struct {
 	version int64
 	maxRows int
 	tables  []*servedTable // in the feature configs' table order
-	params  [][]float32    // dense parameters, in the model's order
+	byName  map[string]*servedTable
+	params  [][]float32 // dense parameters, in the model's order
 	pool    chan *runner
 }
 
@@ -199,6 +234,9 @@ type Model struct {
 // order, each with its probability. Bad input is InvalidArgument naming the input, the
 // element and what is wrong; the model keeps serving.
 func (m *Model) Predict(ctx context.Context, req *pb.PredictRequest) (*pb.PredictResponse, error) {
+	if req.GetModelSpec().GetSignatureName() == paramsync.Signature {
+		return m.assign(req)
+	}
 	recs, err := m.decode(req)
 	if err != nil {
 		return nil, err
@@ -300,4 +338,42 @@ func (m *Model) decode(req *pb.PredictRequest) ([]arrow.RecordBatch, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "modelserver: input %q: %v", InputInstances, err)
 	}
 	return []arrow.RecordBatch{rec}, nil
+}
+
+// assign is parameter sync's push (spec/ps.md §9.4): per table "<table>_id" (DT_INT64)
+// and "<table>_value" (DT_FLOAT, ids × dim), answered with "<table>_result", the number of
+// ids. Every input is checked before any row is assigned.
+func (m *Model) assign(req *pb.PredictRequest) (*pb.PredictResponse, error) {
+	type part struct {
+		t    *servedTable
+		fids []int64
+		vals []float32
+	}
+	var parts []part
+	for name, in := range req.GetInputs() {
+		tname, ok := strings.CutSuffix(name, "_id")
+		if !ok {
+			if _, isValue := strings.CutSuffix(name, "_value"); isValue {
+				continue
+			}
+			return nil, status.Errorf(codes.InvalidArgument, "modelserver: %s: input %q is neither <table>_id nor <table>_value", paramsync.Signature, name)
+		}
+		t := m.byName[tname]
+		if t == nil {
+			return nil, status.Errorf(codes.InvalidArgument, "modelserver: %s: model %s has no table %q (input %q)", paramsync.Signature, m.name, tname, name)
+		}
+		vals := req.GetInputs()[tname+"_value"]
+		if in.GetDtype() != tfcorepb.DataType_DT_INT64 || vals.GetDtype() != tfcorepb.DataType_DT_FLOAT ||
+			len(vals.GetFloatVal()) != len(in.GetInt64Val())*t.dim {
+			return nil, status.Errorf(codes.InvalidArgument, "modelserver: %s: table %q: %d int64 ids and %d float values (dim %d)",
+				paramsync.Signature, tname, len(in.GetInt64Val()), len(vals.GetFloatVal()), t.dim)
+		}
+		parts = append(parts, part{t, in.GetInt64Val(), vals.GetFloatVal()})
+	}
+	resp := &pb.PredictResponse{Outputs: map[string]*tfcorepb.TensorProto{}}
+	for _, p := range parts {
+		p.t.assign(p.fids, p.vals)
+		resp.Outputs[p.t.name+"_result"] = &tfcorepb.TensorProto{Dtype: tfcorepb.DataType_DT_INT64, Int64Val: []int64{int64(len(p.fids))}, TensorShape: &tfcorepb.TensorShapeProto{}}
+	}
+	return resp, nil
 }
