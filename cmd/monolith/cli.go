@@ -43,6 +43,7 @@ func commands() map[string]command {
 
 		"serve":            {"serve exported models (export --model) with TF Serving's gRPC API and flags: status, reload, metadata, Predict", runServe},
 		"fake-tfserving":   {"serve a TF Serving double (ModelService, GetModelMetadata; no Predict) behind tensorflow_model_server's flags until SIGTERM", runFakeTFServing},
+		"tfs-client":       {"call a TF Serving or monolith serve: status, meta, load, get (Predict) — Monolith's tfs_client", runTFSClient},
 		"agent":            {"run the serving agent (v1 replicas and TF Serving processes, v3 unified layouts) until SIGTERM", runAgent},
 		"agent-client":     {"query a serving agent (hb, gr) and its ZooKeeper state (addr, get, load, unload, clean)", runAgentClient},
 		"agent-controller": {"declare, publish and unpublish exported saved models in ZooKeeper layouts; print bzid_info", runAgentController},

@@ -20,11 +20,16 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/protobuf/encoding/prototext"
+
 	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/servingmodel"
+	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
+	"github.com/monolith-go/monolith/transforms/beamio"
 )
 
 // predictionRows reads predict's JSON lines: line ids, predictions, labels.
@@ -158,6 +163,48 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	if _, err := ms.GetModelStatus(ctx, &pb.GetModelStatusRequest{ModelSpec: &pb.ModelSpec{Name: "planted"}}); err != nil {
 		t.Errorf("the server after bad requests: %v", err)
+	}
+
+	// tfs-client, Monolith's tfs_client: status, meta and get (Predict) of one ExampleBatch.
+	evalFiles, err := filepath.Glob(filepath.Join(data, "eval", "*"))
+	if err != nil || len(evalFiles) == 0 {
+		t.Fatalf("eval files: %v %v", evalFiles, err)
+	}
+	ebFile := filepath.Join(dir, "batch.pbtxt")
+	var rows int64
+	if err := beamio.ReadFile(ctx, evalFiles[0], beamio.DefaultReadConfig(), func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		if rows > 0 {
+			return nil
+		}
+		eb, err := batch.ToExampleBatch(rec)
+		if err != nil {
+			return err
+		}
+		rows = rec.NumRows()
+		b, err := prototext.Marshal(eb)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(ebFile, b, 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cmd_type", "status"}, "AVAILABLE"},
+		{[]string{"--cmd_type", "meta"}, "signature_def"},
+		{[]string{"--cmd_type", "get", "--input_file", ebFile}, `"predictions"`},
+	} {
+		out, errOut, err := runCLI(t, append([]string{"tfs-client", "--target", addr, "--model_name", "planted"}, tc.args...)...)
+		if err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("tfs-client %v: %v %s\n%s", tc.args, err, errOut, out)
+		}
+		if tc.args[1] == "get" && strings.Count(out, "float_val:") != int(rows) {
+			t.Errorf("tfs-client get: %d predictions for a batch of %d rows:\n%s", strings.Count(out, "float_val:"), rows, out)
+		}
 	}
 
 	// Parameter sync: a training PS shard restored from the checkpoint pushes the rows it

@@ -98,6 +98,15 @@ func (m *Monitor) GetModelMetadata(ctx context.Context, spec *pb.ModelSpec, fiel
 	return resp, nil
 }
 
+// Predict calls PredictionService.Predict with the inputs named by alias.
+func (m *Monitor) Predict(ctx context.Context, spec *pb.ModelSpec, inputs map[string]*tfcorepb.TensorProto) (*pb.PredictResponse, error) {
+	resp, err := m.pred.Predict(ctx, &pb.PredictRequest{ModelSpec: spec, Inputs: inputs})
+	if err != nil {
+		return nil, m.wrap("predict", spec.GetName(), err)
+	}
+	return resp, nil
+}
+
 // ReloadConfig calls ModelService.HandleReloadConfigRequest with cfg. A non-OK answer is
 // an error matching ErrReloadRefused with the server's code and message.
 func (m *Monitor) ReloadConfig(ctx context.Context, cfg *pb.ModelServerConfig) error {
