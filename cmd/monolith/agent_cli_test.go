@@ -388,3 +388,22 @@ func TestSuperviseChildren(t *testing.T) {
 		t.Errorf("a failing child: %v, want it named", err)
 	}
 }
+
+// TestAgentRunsServeByDefault: with MONOLITH_TFS_BINARY unset or blank, the agent's TF
+// Serving is this binary's serve command; a value set is kept.
+func TestAgentRunsServeByDefault(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ set, want string }{{"", self + " serve"}, {"  ", self + " serve"}, {"/opt/tfs --x", "/opt/tfs --x"}} {
+		t.Setenv("MONOLITH_TFS_BINARY", tc.set)
+		getenv, err := tfsBinaryEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := getenv("MONOLITH_TFS_BINARY"); !ok || got != tc.want {
+			t.Errorf("MONOLITH_TFS_BINARY=%q reads %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}
