@@ -21,7 +21,7 @@ build:
 # files are built with !race) and the non-race phase runs: end-to-end runs of child
 # processes, which -race in the test binary slows by a minute and does not check.
 NORACE_PKG  ?= ./cmd/monolith
-NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestCtlAgainstTrain|TestCluster|TestClusterInterrupt|TestClusterZooKeeper|TestClusterChildFails|TestClusterSurvivesPSKill|TestTLSCommands|TestServeEndToEnd|TestHandStartedProcesses)$$
+NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestServeDemo|TestCtlAgainstTrain|TestCluster|TestClusterInterrupt|TestClusterZooKeeper|TestClusterChildFails|TestClusterSurvivesPSKill|TestTLSCommands|TestServeEndToEnd|TestHandStartedProcesses)$$
 RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... \
 	./pipelines/readlayout ./pipelines/validate ./pipelines/train ./pipelines/train/controller ./runners/... \
 	./ps/client ./ps/discovery ./ps/filter ./ps/pause ./ps/server ./ps/servingmodel ./ps/table \

@@ -6,55 +6,10 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-BIN=${1:-}
-if [[ -z "$BIN" ]]; then
-	go build -o bin/monolith ./cmd/monolith
-	BIN=$PWD/bin/monolith
-fi
-JARS=/usr/share/java
-[[ -f $JARS/zookeeper.jar ]] || { echo "ZooKeeper is not installed: sudo apt-get install zookeeper" >&2; exit 1; }
-
-WORK=$(mktemp -d /tmp/monolith-agent-demo.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# free_port: a random port in 20000–59999 that nothing on 127.0.0.1 accepts connections on.
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-}
-say() { printf '\n$ %s\n' "$*"; }
+source scripts/demo-lib.sh "${1:-}"
 
 # 1. ZooKeeper, standalone on loopback.
-ZK_PORT=$(free_port)
-mkdir -p "$WORK/zk"
-cat > "$WORK/zk/zoo.cfg" <<EOF
-tickTime=500
-dataDir=$WORK/zk
-clientPort=$ZK_PORT
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=ruok
-EOF
-CP=$JARS/zookeeper.jar
-[[ -f $JARS/slf4j-simple.jar ]] && CP=$CP:$JARS/slf4j-simple.jar
-java -Xmx256m -Dzookeeper.admin.enableServer=false -cp "$CP" \
-	org.apache.zookeeper.server.ZooKeeperServerMain "$WORK/zk/zoo.cfg" > "$WORK/zk/zookeeper.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do
-	[[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && echo ruok >&3 && cat <&3" 2>/dev/null)" == imok ]] && break
-	sleep 0.2
-done
-ZK=127.0.0.1:$ZK_PORT
-echo "ZooKeeper on $ZK"
+start_zookeeper
 
 # 2. A fake exported model: entry and ps_0, ps_1, one version each.
 say monolith fake-export --out "$WORK/export" --model test_ffm_model --num-ps 2

@@ -8,12 +8,16 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
 )
 
 // TestAgentDemo runs the README's serving-agent demo (scripts/agent-demo.sh) with this test
@@ -57,5 +61,62 @@ func TestAgentDemo(t *testing.T) {
 	}
 	if !strings.Contains(after, "agent stopped (exit 0)") {
 		t.Errorf("the agent did not stop cleanly:\n%s", text)
+	}
+}
+
+// TestServeDemo runs scripts/serve-demo.sh, the README's serving end to end on a real
+// ZooKeeper: the agent starts `monolith serve`, the exported version is AVAILABLE, and the
+// predictions through the server equal predict's on the checkpoint (within 1e-6), with the
+// AUC evaluate reports.
+func TestServeDemo(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("the demo needs ZooKeeper (java): run `sudo apt-get install zookeeper`: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	keep := t.TempDir()
+	cmd := exec.CommandContext(ctx, "bash", "../../scripts/serve-demo.sh", os.Args[0])
+	cmd.Env = append(os.Environ(), envTestMain+"=1", "DEMO_KEEP="+keep)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	defer func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("serve-demo.sh: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "state: AVAILABLE") || !strings.Contains(string(out), "agent stopped (exit 0)") {
+		t.Errorf("the demo did not serve the version and stop cleanly:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(keep, "evaluate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := decodeSummary(t, string(b))
+	sIDs, sPreds, sLabels := predictionRows(t, filepath.Join(keep, "served.jsonl"))
+	lIDs, lPreds, _ := predictionRows(t, filepath.Join(keep, "local.jsonl"))
+	byID := map[string]float32{}
+	for i, id := range lIDs {
+		byID[id] = lPreds[i]
+	}
+	var worst float64
+	for i, id := range sIDs {
+		want, ok := byID[id]
+		if !ok {
+			t.Fatalf("served row %d (line id %s) is not in predict's output", i, id)
+		}
+		worst = max(worst, math.Abs(float64(sPreds[i]-want)))
+	}
+	auc, err := kmetrics.AUC(sPreds, sLabels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("served through the agent: %d rows, AUC %.6f (evaluate %.6f), largest prediction difference %.2g", len(sPreds), auc, *ev.EvalAUC, worst)
+	if int64(len(sPreds)) != ev.EvalExamples || len(lPreds) != len(sPreds) || worst > 1e-6 || math.Abs(auc-*ev.EvalAUC) > 1e-6 {
+		t.Errorf("served %d rows (evaluate %d, predict %d), worst difference %g, AUC %v vs %v", len(sPreds), ev.EvalExamples, len(lPreds), worst, auc, *ev.EvalAUC)
 	}
 }
