@@ -16,6 +16,7 @@ var sectionTitles = map[string]string{
 	SectionPipeline: "Issue 4 — Beam pipeline vs plain loop (read → parse → shard → layout)",
 	SectionTrain:    "Issue 18 — training: Beam pipeline vs plain loop",
 	SectionPS:       "Issue 5 — parameter server",
+	SectionServe:    "Issue 21 — serving: Predict over gRPC vs in process, a served version's memory",
 	SectionPeer:     "Issue 7 — layout against a NumPy peer",
 	SectionScaling:  "Issue 7 — scaling with input size",
 }

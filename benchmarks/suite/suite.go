@@ -51,10 +51,11 @@ const (
 	SectionPS       = "ps"
 	SectionPeer     = "peer"
 	SectionScaling  = "scaling"
+	SectionServe    = "serve"
 )
 
 // Sections lists every section in the order they run and are reported.
-var Sections = []string{SectionDecode, SectionKernels, SectionPipeline, SectionTrain, SectionPS, SectionPeer, SectionScaling}
+var Sections = []string{SectionDecode, SectionKernels, SectionPipeline, SectionTrain, SectionPS, SectionServe, SectionPeer, SectionScaling}
 
 // size is what differs between the suites.
 type size struct {
@@ -317,6 +318,8 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 			err = r.train(ctx)
 		case SectionPS:
 			err = r.ps(ctx)
+		case SectionServe:
+			err = r.serve(ctx)
 		case SectionPeer:
 			err = r.peer(ctx)
 		case SectionScaling:

@@ -46,14 +46,8 @@ func trainChild(ctx context.Context, spec json.RawMessage) (any, error) {
 	if err := json.Unmarshal(spec, &job); err != nil {
 		return nil, fmt.Errorf("train child: %w", err)
 	}
-	c, err := train.ParseConfig([]byte(fmt.Sprintf(`{"model": "fm", "data": %q, "batch_size": 256, "epochs": 1, "threads": %d, "ps": {"shards": %d},
-		"sparse": {"segments": [{"init": {"zeros": {}}, "optimizer": {"adagrad": {"learning_rate": 0.1, "initial_accumulator_value": 0.1}}},
-		{"init": {"random_uniform": {"minval": -0.05, "maxval": 0.05}}, "optimizer": {"adagrad": {"learning_rate": 0.1, "initial_accumulator_value": 0.1}}}]},
-		"dense": {"optimizer": {"adagrad": {"learning_rate": 0.1, "initial_accumulator_value": 0.1}}}}`, job.Data, job.Threads, job.Shards)), false)
+	c, err := trainConfig(job.Data, job.Threads, job.Shards)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.Normalize(); err != nil {
 		return nil, err
 	}
 	c.EvalInput, c.Planted = "", "" // training throughput only
@@ -67,11 +61,27 @@ func trainChild(ctx context.Context, spec json.RawMessage) (any, error) {
 	return trainResult{Examples: sum.Examples, Steps: sum.Steps, Seconds: sum.TrainSeconds}, nil
 }
 
-// trainData writes the planted FM data set of rows training rows in files files.
-func trainData(ctx context.Context, dir string, rows int64, files int) error {
+// trainConfig is the FM training config of the suite over a planted data set.
+func trainConfig(data string, threads, shards int) (*train.Config, error) {
+	c, err := train.ParseConfig([]byte(fmt.Sprintf(`{"model": "fm", "data": %q, "batch_size": 256, "epochs": 1, "threads": %d, "ps": {"shards": %d},
+		"sparse": {"segments": [{"init": {"zeros": {}}, "optimizer": {"adagrad": {"learning_rate": 0.1, "initial_accumulator_value": 0.1}}},
+		{"init": {"random_uniform": {"minval": -0.05, "maxval": 0.05}}, "optimizer": {"adagrad": {"learning_rate": 0.1, "initial_accumulator_value": 0.1}}}]},
+		"dense": {"optimizer": {"adagrad": {"learning_rate": 0.1, "initial_accumulator_value": 0.1}}}}`, data, threads, shards)), false)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Normalize(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// trainData writes the planted FM data set of rows training rows in files files, each
+// feature's fids drawn from vocab.
+func trainData(ctx context.Context, dir string, rows int64, files, vocab int) error {
 	c := synth.DefaultConfig()
 	c.Features, c.Shared, c.Dense, c.Tasks = 8, 0, 0, 1
-	c.FidsMin, c.FidsMax, c.Vocab, c.Zipf, c.BatchRows = 1, 1, 300, 1.05, 256
+	c.FidsMin, c.FidsMax, c.Vocab, c.Zipf, c.BatchRows = 1, 1, uint64(vocab), 1.05, 256
 	c.Rows, c.Files, c.Seed = rows, files, 1
 	const dim = 4
 	m, err := synth.NewPlanted(synth.PlantedFM, c, dim, c.Seed)
@@ -103,7 +113,7 @@ func (r *run) train(ctx context.Context) error {
 		r.sz.trainRows, r.sz.trainFiles, r.sz.trainScales[len(r.sz.trainScales)-1], shards, threads))
 	for _, s := range r.sz.trainScales {
 		dir := filepath.Join(r.tmp, fmt.Sprintf("train-%dx", s))
-		if err := trainData(ctx, dir, r.sz.trainRows*int64(s), r.sz.trainFiles*s); err != nil {
+		if err := trainData(ctx, dir, r.sz.trainRows*int64(s), r.sz.trainFiles*s, 300); err != nil {
 			return fmt.Errorf("train data: %w", err)
 		}
 		vals := map[string][]float64{}

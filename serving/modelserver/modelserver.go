@@ -4,10 +4,12 @@
 package modelserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -140,39 +142,98 @@ func (l Loader) Load(ctx context.Context, name, dir string, v int64) (tfs.Servab
 	}
 	var rows int
 	for _, t := range m.tables {
-		rows += len(t.index)
+		rows += len(t.fids)
 	}
 	log.Info("model loaded", "model", name, "version", v, "tables", len(m.tables), "rows", rows, "dense", len(m.params))
 	return m, nil
 }
 
-// servedTable is one table in memory: fid → row, rows decoded. Parameter sync assigns rows
-// while requests read them.
+// servedTable is one table in memory: the loaded fids sorted, with their rows decoded in
+// the same order (about the bytes of the version's table file: 8 per fid and the row), and
+// the fids parameter sync adds later in a map beside them. Sync assigns rows while
+// requests read them. A row erased by skip_zero_embedding reads as zeros.
 type servedTable struct {
 	name  string
 	dim   int
 	meta  *servingmodel.Table
 	mu    sync.RWMutex
-	index map[uint64]int32
-	rows  []float32
+	fids  []uint64         // loaded, sorted
+	rows  []float32        // len(fids) loaded rows, then the added ones
+	extra map[uint64]int32 // added fid → its row
+	gone  map[uint64]bool  // loaded fids erased since
 }
 
 func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedTable, error) {
-	st := &servedTable{name: t.Name, dim: t.Dim, meta: t, index: make(map[uint64]int32, t.Entries), rows: make([]float32, 0, int(t.Entries)*t.Dim)}
+	st := &servedTable{name: t.Name, dim: t.Dim, meta: t, fids: make([]uint64, 0, t.Entries), rows: make([]float32, 0, int(t.Entries)*t.Dim)}
+	sorted := true
 	err := t.Scan(dir, func(fid int64, emb []float32) error {
-		if len(st.index)&4095 == 0 {
+		if len(st.fids)&4095 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		st.index[uint64(fid)] = int32(len(st.index))
+		if n := len(st.fids); n > 0 && st.fids[n-1] >= uint64(fid) {
+			sorted = false
+		}
+		st.fids = append(st.fids, uint64(fid))
 		st.rows = append(st.rows, emb...)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("modelserver: %s table %q: %w", dir, t.Name, err)
 	}
+	if !sorted {
+		st.sortRows()
+	}
+	for i := 1; i < len(st.fids); i++ {
+		if st.fids[i] == st.fids[i-1] {
+			return nil, fmt.Errorf("%w: %s table %q holds fid %d twice", servingmodel.ErrCorrupt, dir, t.Name, int64(st.fids[i]))
+		}
+	}
 	return st, nil
+}
+
+// sortRows sorts the loaded fids, moving their rows along (in place, by cycles of the
+// permutation, so that no second copy of the rows is made).
+func (t *servedTable) sortRows() {
+	perm := make([]int32, len(t.fids))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int { return cmp.Compare(t.fids[a], t.fids[b]) })
+	tmp := make([]float32, t.dim)
+	for start := range perm {
+		if perm[start] < 0 || int(perm[start]) == start {
+			continue
+		}
+		// Position i takes the row at perm[i]; follow the cycle from start.
+		copy(tmp, t.rows[start*t.dim:(start+1)*t.dim])
+		fid0 := t.fids[start]
+		i := start
+		for {
+			src := int(perm[i])
+			perm[i] = -1
+			if src == start {
+				copy(t.rows[i*t.dim:], tmp)
+				t.fids[i] = fid0
+				break
+			}
+			copy(t.rows[i*t.dim:(i+1)*t.dim], t.rows[src*t.dim:(src+1)*t.dim])
+			t.fids[i] = t.fids[src]
+			i = src
+		}
+	}
+}
+
+// find is the row of fid, or -1. t.mu is held.
+func (t *servedTable) find(f uint64) int {
+	if i, ok := slices.BinarySearch(t.fids, f); ok && !t.gone[f] {
+		return i
+	}
+	if k, ok := t.extra[f]; ok {
+		return int(k)
+	}
+	return -1
 }
 
 // rowsOf appends the rows of fids to dst (zeros for a fid the table lacks, as training's
@@ -181,8 +242,8 @@ func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, f := range fids {
-		if i, ok := t.index[f]; ok {
-			dst = append(dst, t.rows[int(i)*t.dim:(int(i)+1)*t.dim]...)
+		if i := t.find(f); i >= 0 {
+			dst = append(dst, t.rows[i*t.dim:(i+1)*t.dim]...)
 		} else {
 			dst = append(dst, make([]float32, t.dim)...)
 		}
@@ -197,17 +258,32 @@ func (t *servedTable) assign(fids []int64, rows []float32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, f := range fids {
+		u := uint64(f)
 		row := rows[i*t.dim : (i+1)*t.dim]
 		if t.meta.SkipZero && servingmodel.ZeroRow(row) {
-			delete(t.index, uint64(f))
+			if _, ok := slices.BinarySearch(t.fids, u); ok {
+				if t.gone == nil {
+					t.gone = map[uint64]bool{}
+				}
+				t.gone[u] = true
+			}
+			delete(t.extra, u)
 			continue
 		}
 		t.meta.Store(stored, row)
-		if k, ok := t.index[uint64(f)]; ok {
+		if k, ok := slices.BinarySearch(t.fids, u); ok {
+			delete(t.gone, u)
+			copy(t.rows[k*t.dim:], stored)
+			continue
+		}
+		if k, ok := t.extra[u]; ok {
 			copy(t.rows[int(k)*t.dim:], stored)
 			continue
 		}
-		t.index[uint64(f)] = int32(len(t.rows) / t.dim)
+		if t.extra == nil {
+			t.extra = map[uint64]int32{}
+		}
+		t.extra[u] = int32(len(t.rows) / t.dim)
 		t.rows = append(t.rows, stored...)
 	}
 }

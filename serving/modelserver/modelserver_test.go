@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/monolith-go/monolith/ps/servingmodel"
@@ -28,5 +29,23 @@ func TestLoadRefusesUnfinished(t *testing.T) {
 	}
 	if _, err := (Loader{}).Load(context.Background(), "m", dir, 3); !errors.Is(err, servingmodel.ErrCorrupt) {
 		t.Errorf("bad manifest: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestSortedRows: rows loaded out of fid order are sorted with their fids, in place, and
+// read back by fid; an absent fid reads as zeros.
+func TestSortedRows(t *testing.T) {
+	fids := []uint64{9, 3, 7, 1, 5, 2}
+	st := &servedTable{dim: 2, fids: slices.Clone(fids)}
+	for _, f := range fids {
+		st.rows = append(st.rows, float32(f), -float32(f))
+	}
+	st.sortRows()
+	if !slices.IsSorted(st.fids) {
+		t.Fatalf("fids %v not sorted", st.fids)
+	}
+	got := st.rowsOf([]uint64{5, 4, 9, 1}, nil)
+	if want := []float32{5, -5, 0, 0, 9, -9, 1, -1}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
 	}
 }
