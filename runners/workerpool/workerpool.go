@@ -312,12 +312,13 @@ func (p *Pool) StartWorker(_ context.Context, req *fnpb.StartWorkerRequest) (*fn
 func (p *Pool) reap(w *worker) {
 	defer p.reapers.Done()
 	w.err = w.cmd.Wait()
-	close(w.done)
+	// Forgotten before done closes: StopWorker returns on done, and then the id is free.
 	p.mu.Lock()
 	if p.mu.workers[w.id] == w {
 		delete(p.mu.workers, w.id)
 	}
 	p.mu.Unlock()
+	close(w.done)
 	p.log.Info("worker pool: worker exited", "id", w.id, "status", exitStatus(w.err))
 }
 
