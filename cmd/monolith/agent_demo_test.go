@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
 )
 
 // TestAgentDemo runs the README's serving-agent demo (scripts/agent-demo.sh) with this test
@@ -97,26 +94,5 @@ func TestServeDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := decodeSummary(t, string(b))
-	sIDs, sPreds, sLabels := predictionRows(t, filepath.Join(keep, "served.jsonl"))
-	lIDs, lPreds, _ := predictionRows(t, filepath.Join(keep, "local.jsonl"))
-	byID := map[string]float32{}
-	for i, id := range lIDs {
-		byID[id] = lPreds[i]
-	}
-	var worst float64
-	for i, id := range sIDs {
-		want, ok := byID[id]
-		if !ok {
-			t.Fatalf("served row %d (line id %s) is not in predict's output", i, id)
-		}
-		worst = max(worst, math.Abs(float64(sPreds[i]-want)))
-	}
-	auc, err := kmetrics.AUC(sPreds, sLabels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("served through the agent: %d rows, AUC %.6f (evaluate %.6f), largest prediction difference %.2g", len(sPreds), auc, *ev.EvalAUC, worst)
-	if int64(len(sPreds)) != ev.EvalExamples || len(lPreds) != len(sPreds) || worst > 1e-6 || math.Abs(auc-*ev.EvalAUC) > 1e-6 {
-		t.Errorf("served %d rows (evaluate %d, predict %d), worst difference %g, AUC %v vs %v", len(sPreds), ev.EvalExamples, len(lPreds), worst, auc, *ev.EvalAUC)
-	}
+	checkServed(t, filepath.Join(keep, "served.jsonl"), filepath.Join(keep, "local.jsonl"), ev, "served through the agent")
 }

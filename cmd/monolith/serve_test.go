@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	kmetrics "github.com/monolith-go/monolith/kernels/metrics"
+	"github.com/monolith-go/monolith/pipelines/train"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/servingmodel"
 	"github.com/monolith-go/monolith/schemas/batch"
@@ -51,6 +52,39 @@ func predictionRows(t *testing.T, path string) (ids []string, preds, labels []fl
 		ids, preds, labels = append(ids, string(row.LineID)), append(preds, row.Prediction), append(labels, row.Label)
 	}
 	return ids, preds, labels
+}
+
+// checkServed compares predict --server's JSON lines (served) with predict's on the
+// checkpoint (local), row by row through the line ids (the local pipeline may order rows by
+// bundle), and their AUC with evaluate's summary ev; it returns the served predictions.
+func checkServed(t *testing.T, served, local string, ev train.Summary, what string) []float32 {
+	t.Helper()
+	sIDs, sPreds, sLabels := predictionRows(t, served)
+	lIDs, lPreds, _ := predictionRows(t, local)
+	if int64(len(sPreds)) != ev.EvalExamples || len(lPreds) != len(sPreds) {
+		t.Fatalf("%s %d rows, predict %d, evaluate %d", what, len(sPreds), len(lPreds), ev.EvalExamples)
+	}
+	byID := map[string]float32{}
+	for i, id := range lIDs {
+		byID[id] = lPreds[i]
+	}
+	var worst float64
+	for i, id := range sIDs {
+		want, ok := byID[id]
+		if !ok {
+			t.Fatalf("%s row %d (line id %s) is not in predict's output", what, i, id)
+		}
+		worst = max(worst, math.Abs(float64(sPreds[i]-want)))
+	}
+	auc, err := kmetrics.AUC(sPreds, sLabels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d rows, AUC %.6f (evaluate %.6f), largest prediction difference %.2g", what, len(sPreds), auc, *ev.EvalAUC, worst)
+	if worst > 1e-6 || math.Abs(auc-*ev.EvalAUC) > 1e-6 {
+		t.Errorf("%s predictions differ from the checkpoint's by %g; AUC %v against evaluate's %v", what, worst, auc, *ev.EvalAUC)
+	}
+	return sPreds
 }
 
 // TestServeEndToEnd: train → export --model → a `monolith serve` process loads the version
@@ -115,32 +149,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("evaluate: %v\n%s", err, se.String())
 	}
 	ev := decodeSummary(t, so.String())
-	rIDs, rPreds, rLabels := predictionRows(t, remote)
-	lIDs, lPreds, _ := predictionRows(t, local)
-	if len(rPreds) != 1000 || len(lPreds) != 1000 {
-		t.Fatalf("%d rows served, %d predicted locally; want the 1000 eval rows", len(rPreds), len(lPreds))
-	}
-	// The local pipeline may order rows by bundle; match them by line id.
-	byID := map[string]float32{}
-	for i, id := range lIDs {
-		byID[id] = lPreds[i]
-	}
-	var worst float64
-	for i, id := range rIDs {
-		want, ok := byID[id]
-		if !ok {
-			t.Fatalf("row %d (line id %s) of the server's answer is not in predict's", i, id)
-		}
-		worst = max(worst, math.Abs(float64(rPreds[i]-want)))
-	}
-	auc, err := kmetrics.AUC(rPreds, rLabels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("served AUC %.6f, evaluate %.6f; largest prediction difference %.2g", auc, *ev.EvalAUC, worst)
-	if worst > 1e-6 || math.Abs(auc-*ev.EvalAUC) > 1e-6 {
-		t.Errorf("served predictions differ from the checkpoint's by %g; AUC %v against evaluate's %v", worst, auc, *ev.EvalAUC)
-	}
+	rPreds := checkServed(t, remote, local, ev, "served")
 
 	// Bad requests: named, INVALID_ARGUMENT, and the server keeps serving.
 	ps := pb.NewPredictionServiceClient(cc)

@@ -3,8 +3,8 @@ package servingmodel
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"math"
@@ -70,41 +70,84 @@ func Open(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
+// rowReader reads a table file row by row, checking its size up front and its entry count
+// and CRC-32C at the end (close).
+type rowReader struct {
+	t    *Table
+	path string
+	f    *os.File
+	r    io.Reader
+	h    hash.Hash32
+	row  []byte
+	n    uint64
+}
+
+func (t *Table) open(dir string) (*rowReader, error) {
+	path := filepath.Join(dir, t.File)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	st, err := f.Stat()
+	if err == nil && (uint64(st.Size()) != t.Bytes || t.RowBytes <= 0 || t.Bytes != t.Entries*uint64(t.RowBytes)) {
+		err = fmt.Errorf("%s is %d bytes; the manifest says %d bytes, %d rows of %d", path, st.Size(), t.Bytes, t.Entries, t.RowBytes)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	h := crc32.New(castagnoli)
+	return &rowReader{t: t, path: path, f: f, r: io.TeeReader(f, h), h: h, row: make([]byte, t.RowBytes)}, nil
+}
+
+// next decodes the next row into emb and returns its fid; ok is false after the last.
+func (rr *rowReader) next(emb []float32) (fid int64, ok bool, err error) {
+	if rr.n == rr.t.Entries {
+		return 0, false, nil
+	}
+	if _, err := io.ReadFull(rr.r, rr.row); err != nil {
+		return 0, false, fmt.Errorf("%w: %s row %d: %v", ErrCorrupt, rr.path, rr.n, err)
+	}
+	rr.n++
+	return rr.t.Decode(rr.row, emb), true, nil
+}
+
+// close checks that every row was read and the checksum, and closes the file.
+func (rr *rowReader) close() error {
+	defer rr.f.Close()
+	if rr.n != rr.t.Entries {
+		return fmt.Errorf("%s: %d of %d rows read", rr.path, rr.n, rr.t.Entries)
+	}
+	if got := rr.h.Sum32(); got != rr.t.CRC32C {
+		return fmt.Errorf("%w: %s: CRC-32C %08x, the manifest says %08x", ErrCorrupt, rr.path, got, rr.t.CRC32C)
+	}
+	return nil
+}
+
 // Scan reads the rows of table t of the version folder dir, calling fn with each fid and
 // its decoded values (valid until fn returns). The file's size, entry count and CRC-32C
 // must match the manifest: a damaged file is an error wrapping ErrCorrupt (fn may have seen
 // rows by then; discard them).
 func (t *Table) Scan(dir string, fn func(fid int64, emb []float32) error) error {
-	path := filepath.Join(dir, t.File)
-	f, err := os.Open(path)
+	rr, err := t.open(dir)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if uint64(st.Size()) != t.Bytes || t.RowBytes <= 0 || t.Bytes != t.Entries*uint64(t.RowBytes) {
-		return fmt.Errorf("%w: %s is %d bytes; the manifest says %d bytes, %d rows of %d", ErrCorrupt, path, st.Size(), t.Bytes, t.Entries, t.RowBytes)
-	}
-	h := crc32.New(castagnoli)
-	r := io.TeeReader(f, h)
-	row := make([]byte, t.RowBytes)
 	emb := make([]float32, t.Dim)
-	for i := uint64(0); i < t.Entries; i++ {
-		if _, err := io.ReadFull(r, row); err != nil {
-			return fmt.Errorf("%w: %s row %d: %v", ErrCorrupt, path, i, err)
+	for {
+		fid, ok, err := rr.next(emb)
+		if err != nil {
+			rr.f.Close()
+			return err
 		}
-		fid := t.Decode(row, emb)
+		if !ok {
+			return rr.close()
+		}
 		if err := fn(fid, emb); err != nil {
+			rr.f.Close()
 			return err
 		}
 	}
-	if got := h.Sum32(); got != t.CRC32C {
-		return fmt.Errorf("%w: %s: CRC-32C %08x, the manifest says %08x", ErrCorrupt, path, got, t.CRC32C)
-	}
-	return nil
 }
 
 // Verify reads every table of the version folder dir back and compares it with src row by
@@ -119,61 +162,44 @@ func Verify(ctx context.Context, dir string, src *export.Source) error {
 		return fmt.Errorf("servingmodel: verify %s: %d tables, the checkpoint has %d", dir, len(m.Tables), len(src.Tables))
 	}
 	for i, t := range m.Tables {
-		st := src.Tables[i]
-		type want struct {
-			fid int64
-			num []float32
-		}
-		next := make(chan want, 64)
-		scanErr := make(chan error, 1)
-		cctx, cancel := context.WithCancel(ctx)
-		go func() {
-			defer close(next)
-			scanErr <- st.Scan(cctx, func(d *hashtablepb.EntryDump) error {
-				if t.SkipZero && zeroRow(d.GetNum()) {
-					return nil
-				}
-				select {
-				case next <- want{d.GetId(), slices.Clone(d.GetNum())}:
-					return nil
-				case <-cctx.Done():
-					return cctx.Err()
-				}
-			})
-		}()
-		row := make([]byte, t.RowBytes)
-		exp := make([]float32, t.Dim)
-		var n uint64
-		err := t.Scan(dir, func(fid int64, emb []float32) error {
-			w, ok := <-next
-			if !ok {
-				return fmt.Errorf("row %d (fid %d) is not in the checkpoint", n, fid)
-			}
-			t.encode(row, w.fid, w.num)
-			t.Decode(row, exp)
-			if fid != w.fid {
-				return fmt.Errorf("row %d: fid %d, the checkpoint has %d", n, fid, w.fid)
-			}
-			for k := range emb {
-				if math.Float32bits(emb[k]) != math.Float32bits(exp[k]) {
-					return fmt.Errorf("fid %d value %d: %v, the checkpoint's %v stores as %v", fid, k, emb[k], w.num[k], exp[k])
-				}
-			}
-			n++
-			return nil
-		})
-		if _, more := <-next; err == nil && more {
-			err = fmt.Errorf("the checkpoint has rows after the %d written", n)
-		}
-		cancel()
-		for range next {
-		}
-		if serr := <-scanErr; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
-			err = serr
-		}
-		if err != nil {
+		if err := t.verify(ctx, dir, src.Tables[i]); err != nil {
 			return fmt.Errorf("servingmodel: verify %s table %q: %w", dir, t.Name, err)
 		}
 	}
 	return nil
+}
+
+// verify reads t's file alongside a scan of the checkpoint table st.
+func (t *Table) verify(ctx context.Context, dir string, st *export.Table) error {
+	rr, err := t.open(dir)
+	if err != nil {
+		return err
+	}
+	defer rr.f.Close()
+	got, want, row := make([]float32, t.Dim), make([]float32, t.Dim), make([]byte, t.RowBytes)
+	err = st.Scan(ctx, func(d *hashtablepb.EntryDump) error {
+		if t.SkipZero && zeroRow(d.GetNum()) {
+			return nil
+		}
+		fid, ok, err := rr.next(got)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("the checkpoint has fid %d after the %d rows written", d.GetId(), rr.n)
+		case fid != d.GetId():
+			return fmt.Errorf("row %d: fid %d, the checkpoint has %d", rr.n-1, fid, d.GetId())
+		}
+		t.Store(want, d.GetNum(), row)
+		for k := range got {
+			if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+				return fmt.Errorf("fid %d value %d: %v, the checkpoint's %v stores as %v", fid, k, got[k], d.GetNum()[k], want[k])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return rr.close()
 }

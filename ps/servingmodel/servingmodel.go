@@ -243,9 +243,8 @@ func (t *Table) encode(row []byte, fid int64, num []float32) {
 }
 
 // Store returns in dst what storing src (Dim values) in this table keeps: each segment
-// encoded by its codec and decoded again (fp32 exactly src).
-func (t *Table) Store(dst, src []float32) {
-	row := make([]byte, t.RowBytes)
+// encoded by its codec and decoded again (fp32 exactly src). row is scratch of RowBytes.
+func (t *Table) Store(dst, src []float32, row []byte) {
 	t.encode(row, 0, src)
 	t.Decode(row, dst)
 }

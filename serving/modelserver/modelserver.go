@@ -241,11 +241,14 @@ func (t *servedTable) find(f uint64) int {
 func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	dst = slices.Grow(dst, len(fids)*t.dim)
 	for _, f := range fids {
 		if i := t.find(f); i >= 0 {
 			dst = append(dst, t.rows[i*t.dim:(i+1)*t.dim]...)
 		} else {
-			dst = append(dst, make([]float32, t.dim)...)
+			n := len(dst)
+			dst = dst[:n+t.dim]
+			clear(dst[n:])
 		}
 	}
 	return dst
@@ -254,7 +257,7 @@ func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 // assign stores rows (len(fids)×dim values) as parameter sync pushes them: through the
 // table's codecs, an all-zero row erasing its fid where skip_zero_embedding is set.
 func (t *servedTable) assign(fids []int64, rows []float32) {
-	stored := make([]float32, t.dim)
+	stored, scratch := make([]float32, t.dim), make([]byte, t.meta.RowBytes)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, f := range fids {
@@ -270,7 +273,7 @@ func (t *servedTable) assign(fids []int64, rows []float32) {
 			delete(t.extra, u)
 			continue
 		}
-		t.meta.Store(stored, row)
+		t.meta.Store(stored, row, scratch)
 		if k, ok := slices.BinarySearch(t.fids, u); ok {
 			delete(t.gone, u)
 			copy(t.rows[k*t.dim:], stored)
