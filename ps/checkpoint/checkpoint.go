@@ -529,29 +529,13 @@ func ReadApplied(path string, m *pspb.CheckpointManifest, fn func(*pspb.AppliedR
 	default:
 		return fmt.Errorf("%w: %s: applied_file %q, want %q", ErrCorrupt, path, m.GetAppliedFile(), AppliedName)
 	}
-	var n uint64
-	err := readFile(path, m.GetAppliedFile(), m.GetAppliedBytes(), m.GetAppliedCrc32C(), func(r *tfrecord.Reader) error {
-		a := &pspb.AppliedRequest{}
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := proto.Unmarshal(rec, a); err != nil {
-				return fmt.Errorf("record %d at offset %d: %w", r.Index(), r.Offset(), err)
-			}
-			if err := fn(a); err != nil {
-				return err
-			}
-			n++
+	a := &pspb.AppliedRequest{}
+	err := countedRecords(context.Background(), path, m.GetAppliedFile(), m.GetAppliedBytes(), m.GetAppliedCrc32C(), m.GetAppliedCount(), func(rec []byte) error {
+		if err := proto.Unmarshal(rec, a); err != nil {
+			return err
 		}
+		return fn(a)
 	})
-	if err == nil && n != m.GetAppliedCount() {
-		err = fmt.Errorf("%s holds %d request ids, the manifest says %d", filepath.Join(path, m.GetAppliedFile()), n, m.GetAppliedCount())
-	}
 	if err != nil {
 		return fmt.Errorf("%w: applied request ids: %w", ErrCorrupt, err)
 	}
@@ -638,8 +622,14 @@ func readTable(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn fun
 // readRecords feeds the records of ct's file to fn and checks the file's size, CRC-32C
 // and entry count against ct. Errors name the file and, inside it, the record.
 func readRecords(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn func([]byte) error) error {
+	return countedRecords(ctx, dir, ct.GetFile(), ct.GetBytes(), ct.GetCrc32C(), ct.GetEntries(), fn)
+}
+
+// countedRecords feeds the records of dir/name to fn and checks the file's size, CRC-32C
+// and number of records against the manifest's.
+func countedRecords(ctx context.Context, dir, name string, size uint64, crc uint32, entries uint64, fn func([]byte) error) error {
 	var n uint64
-	err := readFile(dir, ct.GetFile(), ct.GetBytes(), ct.GetCrc32C(), func(r *tfrecord.Reader) error {
+	err := readFile(dir, name, size, crc, func(r *tfrecord.Reader) error {
 		for {
 			rec, err := r.Next()
 			if err == io.EOF {
@@ -662,8 +652,8 @@ func readRecords(ctx context.Context, dir string, ct *pspb.CheckpointTable, fn f
 	if err != nil {
 		return err
 	}
-	if n != ct.GetEntries() {
-		return fmt.Errorf("%s holds %d entries, the manifest says %d", filepath.Join(dir, ct.GetFile()), n, ct.GetEntries())
+	if n != entries {
+		return fmt.Errorf("%s holds %d entries, the manifest says %d", filepath.Join(dir, name), n, entries)
 	}
 	return nil
 }

@@ -37,6 +37,18 @@ const tables = `tables {
 // startPS serves one real PS shard checkpointing into ckptDir and returns its client.
 func startPS(t *testing.T, ckptDir string) *client.Client {
 	t.Helper()
+	c, err := client.New([]string{startPSAddr(t, ckptDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// startPSAddr serves one real PS shard (checkpointing into ckptDir unless "") and returns
+// its address.
+func startPSAddr(t *testing.T, ckptDir string) string {
+	t.Helper()
 	var tc pspb.TablesConfig
 	if err := prototext.Unmarshal([]byte(tables), &tc); err != nil {
 		t.Fatal(err)
@@ -51,12 +63,7 @@ func startPS(t *testing.T, ckptDir string) *client.Client {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); s.Close(); <-done })
-	c, err := client.New([]string{s.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return s.Addr()
 }
 
 func callCtx(t *testing.T) context.Context {
@@ -314,33 +321,13 @@ func TestDialErrors(t *testing.T) {
 	}
 }
 
-// startPSAddr is startPS that also returns the shard's address.
-func startPSAddr(t *testing.T) string {
-	t.Helper()
-	var tc pspb.TablesConfig
-	if err := prototext.Unmarshal([]byte(tables), &tc); err != nil {
-		t.Fatal(err)
-	}
-	o := server.DefaultOptions()
-	o.Shard, o.NumShards, o.Tables = 0, 1, &tc
-	s, err := server.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); s.Close(); <-done })
-	return s.Addr()
-}
-
 // TestGateRejoinsRestartedShard: the training barrier lives on PS shard 0; when that
 // shard restarts it forgets the workers, so a worker whose WAIT answers "not joined" joins
 // the new shard's barrier and pauses there, and leaving a barrier that forgot it is no
 // error.
 func TestGateRejoinsRestartedShard(t *testing.T) {
 	ctx := callCtx(t)
-	first := startPSAddr(t)
+	first := startPSAddr(t, "")
 	c, err := client.New([]string{first})
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +342,7 @@ func TestGateRejoinsRestartedShard(t *testing.T) {
 		t.Fatalf("JoinGate = %v, %v; want index 1", g, err)
 	}
 	// Shard 0 restarts elsewhere; the chief places the barrier for a save there.
-	if err := c.SetShards([]string{startPSAddr(t)}); err != nil {
+	if err := c.SetShards([]string{startPSAddr(t, "")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := b.WaitOnce(ctx, 1); !errors.Is(err, pause.ErrNotJoined) {
