@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -200,13 +201,13 @@ func TestExportCommandErrors(t *testing.T) {
 	}
 }
 
-// TestExportModelCommand: `monolith export --model` writes a trained checkpoint as a
-// served version with its marker, reads it back, and refuses a second write of the version
-// and missing flags.
-func TestExportModelCommand(t *testing.T) {
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	runGenCLI(t, "--planted", "fm", "--seed", "3", "--out", data, "--rows", "2000", "--files", "2", "--vocab", "50", "--eval-rows", "500")
+// trainedFM writes planted FM data (rows training rows, evalRows eval rows, generated with
+// seed) and a config over it with two PS shards and the model directory ckpt under dir,
+// trains one epoch, and returns the config's path.
+func trainedFM(t *testing.T, dir, seed string, rows, evalRows int) string {
+	t.Helper()
+	runGenCLI(t, "--planted", "fm", "--seed", seed, "--out", filepath.Join(dir, "data"), "--rows", strconv.Itoa(rows), "--files", "2",
+		"--vocab", "50", "--eval-rows", strconv.Itoa(evalRows))
 	cfg := filepath.Join(dir, "fm.yaml")
 	if err := os.WriteFile(cfg, []byte("model: fm\ndata: data\nbatch_size: 128\nps: {shards: 2}\ncheckpoint: {dir: ckpt}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -215,6 +216,16 @@ func TestExportModelCommand(t *testing.T) {
 	if err := run(context.Background(), []string{"train", "--config", cfg, "--progress", "never"}, &so, &se); err != nil {
 		t.Fatalf("train: %v\n%s", err, se.String())
 	}
+	return cfg
+}
+
+// TestExportModelCommand: `monolith export --model` writes a trained checkpoint as a
+// served version with its marker, reads it back, and refuses a second write of the version
+// and missing flags.
+func TestExportModelCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := trainedFM(t, dir, "3", 2000, 500)
+	var so, se bytes.Buffer
 	base := filepath.Join(dir, "serving")
 	args := []string{"export", "--model", "--config", cfg, "--output", base, "--name", "planted", "--version", "7"}
 	so.Reset()

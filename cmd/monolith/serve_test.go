@@ -93,18 +93,11 @@ func checkServed(t *testing.T, served, local string, ev train.Summary, what stri
 // INVALID_ARGUMENT and the server keeps serving.
 func TestServeEndToEnd(t *testing.T) {
 	dir := t.TempDir()
+	cfg := trainedFM(t, dir, "5", 4000, 1000)
 	data := filepath.Join(dir, "data")
-	runGenCLI(t, "--planted", "fm", "--seed", "5", "--out", data, "--rows", "4000", "--files", "2", "--vocab", "50", "--eval-rows", "1000")
-	cfg := filepath.Join(dir, "fm.yaml")
-	if err := os.WriteFile(cfg, []byte("model: fm\ndata: data\nbatch_size: 128\nps: {shards: 2}\ncheckpoint: {dir: ckpt}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var so, se bytes.Buffer
-	if err := run(ctx, []string{"train", "--config", cfg, "--progress", "never"}, &so, &se); err != nil {
-		t.Fatalf("train: %v\n%s", err, se.String())
-	}
 	base := filepath.Join(dir, "models")
 	if err := run(ctx, []string{"export", "--model", "--config", cfg, "--output", base, "--name", "planted"}, &so, &se); err != nil {
 		t.Fatalf("export --model: %v\n%s", err, se.String())
