@@ -2,7 +2,8 @@
 # The serving end to end of the README (issue 21): planted data, training, `export --model`,
 # agent-controller decl + pub on a real ZooKeeper, a v3 agent starting `monolith serve` as
 # its TF Serving (MONOLITH_TFS_BINARY unset), the served version AVAILABLE, and `predict
-# --server` beside `predict` and `evaluate` on the checkpoint. Everything it starts stops
+# --server` beside `predict` and `evaluate` on the checkpoint, and `agent-client --cmd_type
+# predict` through the agent. Everything it starts stops
 # when it exits; with DEMO_KEEP=DIR the prediction files and the evaluation are copied there.
 # Usage: scripts/serve-demo.sh [MONOLITH_BINARY]  (default: builds bin/monolith).
 set -euo pipefail
@@ -54,6 +55,15 @@ for i in $(seq 300); do
 done
 say monolith tfs-client --target 127.0.0.1:$GRPC --model_name planted:planted --cmd_type status
 status
+# The agent binds an AVAILABLE sub-graph at its next sync; HeartBeat then lists its address.
+hb() { timeout 20 "$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type hb --timeout 10s 2>/dev/null; }
+for i in $(seq 300); do
+	hb | grep -q '^planted:planted' && break
+	[[ $i == 300 ]] && { echo "the agent never listed planted:planted; agent log:" >&2; cat "$WORK/agent.log" >&2; exit 1; }
+	sleep 0.2
+done
+say monolith agent-client --conf agent.conf --cmd_type hb
+hb
 
 # 6. The eval data through the server, and on the checkpoint.
 say monolith predict --config fm.yaml --server 127.0.0.1:$GRPC --model_name planted:planted --out served.jsonl
@@ -62,8 +72,11 @@ say monolith predict --config fm.yaml --out local.jsonl
 "$BIN" predict --config "$WORK/fm.yaml" --out "$WORK/local.jsonl"
 say monolith evaluate --config fm.yaml
 "$BIN" evaluate --config "$WORK/fm.yaml" | tee "$WORK/evaluate.json"
+EVAL=$(ls "$WORK"/data/eval/* | head -n 1)
+say monolith agent-client --conf agent.conf --cmd_type predict --model_name planted:planted --input_type data --input_file data/eval/$(basename "$EVAL") --batch_size 8
+"$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type predict --model_name planted:planted --input_type data --input_file "$EVAL" --batch_size 8 | tee "$WORK/agent-predict.txt"
 if [[ -n "${DEMO_KEEP:-}" ]]; then
-	cp "$WORK/served.jsonl" "$WORK/local.jsonl" "$WORK/evaluate.json" "$DEMO_KEEP/"
+	cp "$WORK/served.jsonl" "$WORK/local.jsonl" "$WORK/evaluate.json" "$WORK/agent-predict.txt" "$DEMO_KEEP/"
 fi
 
 # 7. SIGTERM: the agent stops its `monolith serve` and leaves ZooKeeper.

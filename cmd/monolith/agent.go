@@ -42,7 +42,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newFlagSet("agent", stderr)
 	conf := fs.String("conf", "", "agent conf file (required)")
 	tfsLog := fs.String("tfs_log", "", "TF Serving log file (v1: {dir}/{ps,entry,dense}_{name}); empty: the agent's log")
-	host := fs.String("agent_host", "127.0.0.1", "address AgentService binds (the reference binds every interface: use ::)")
+	host := fs.String("agent_host", "127.0.0.1", "address AgentService binds, and `monolith serve` when the agent runs it (the reference binds every interface: use ::); a loopback address is also the one advertised unless MY_HOST_IP is set")
 	tfsDir := fs.String("tfs_dir", "", "TF Serving's working directory (relative conf/ paths); empty: the current one")
 	verbose := fs.Bool("v", false, "verbose logging")
 	tlsc := tlsconf.AddFlags(fs) // the AgentService's
@@ -126,7 +126,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	zkOpts := zk.Options{Auth: os.Getenv("ZK_AUTH"), Logger: log, Metrics: zm}
-	getenv, err := tfsBinaryEnv()
+	getenv, err := tfsBinaryEnv(*host)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	case 3:
 		a, err := agent.NewV3(agent.V3Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log, Getenv: getenv,
-			LocalIP: hostutil.LocalIP(env), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am, TLS: serveTLS,
+			LocalIP: advertisedIP(env, *host), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am, TLS: serveTLS,
 		})
 		if err != nil {
 			return err
@@ -179,9 +179,9 @@ type v1Replicas struct {
 func (r v1Replicas) Stop() { r.Manager.Stop(); r.mon.Close() }
 
 // tfsBinaryEnv is the agent's environment, where an unset MONOLITH_TFS_BINARY reads as
-// "this binary serve": the agent runs `monolith serve` as its TF Serving unless told
-// otherwise.
-func tfsBinaryEnv() (func(string) (string, bool), error) {
+// "this binary serve --host=HOST": the agent runs `monolith serve` as its TF Serving,
+// bound where the agent binds, unless told otherwise.
+func tfsBinaryEnv(host string) (func(string) (string, bool), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("agent: this binary: %w", err)
@@ -189,10 +189,23 @@ func tfsBinaryEnv() (func(string) (string, bool), error) {
 	return func(k string) (string, bool) {
 		v, ok := os.LookupEnv(k)
 		if k == tfs.EnvBinary && strings.TrimSpace(v) == "" {
-			return self + " serve", true
+			return self + " serve --host=" + host, true
 		}
 		return v, ok
 	}, nil
+}
+
+// advertisedIP is the host the agent publishes its servers' addresses under: MY_HOST_IP
+// when set, else a loopback agent_host as it is (the agent and the `monolith serve` it
+// runs bind it, so no other address reaches them), else the reference's local address.
+func advertisedIP(env config.Env, host string) string {
+	if v, ok := env(config.EnvHostIP); ok && v != "" {
+		return hostutil.LocalIP(env)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return host
+	}
+	return hostutil.LocalIP(env)
 }
 
 // writePlatformConfig writes the platform config text to platform_config_file (post-init

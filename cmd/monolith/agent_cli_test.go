@@ -21,6 +21,7 @@ import (
 	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/serving/agent"
+	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
 	"github.com/monolith-go/monolith/serving/savedmodel"
 )
@@ -390,20 +391,41 @@ func TestSuperviseChildren(t *testing.T) {
 }
 
 // TestAgentRunsServeByDefault: with MONOLITH_TFS_BINARY unset or blank, the agent's TF
-// Serving is this binary's serve command; a value set is kept.
+// Serving is this binary's serve command, bound to the agent's host; a value set is kept.
 func TestAgentRunsServeByDefault(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ set, want string }{{"", self + " serve"}, {"  ", self + " serve"}, {"/opt/tfs --x", "/opt/tfs --x"}} {
+	for _, tc := range []struct{ set, want string }{{"", self + " serve --host=127.0.0.2"}, {"  ", self + " serve --host=127.0.0.2"}, {"/opt/tfs --x", "/opt/tfs --x"}} {
 		t.Setenv("MONOLITH_TFS_BINARY", tc.set)
-		getenv, err := tfsBinaryEnv()
+		getenv, err := tfsBinaryEnv("127.0.0.2")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, ok := getenv("MONOLITH_TFS_BINARY"); !ok || got != tc.want {
 			t.Errorf("MONOLITH_TFS_BINARY=%q reads %q, want %q", tc.set, got, tc.want)
 		}
+	}
+}
+
+// TestAdvertisedIP: the agent publishes MY_HOST_IP when set, its loopback bind address as
+// it is, and otherwise the reference's local address.
+func TestAdvertisedIP(t *testing.T) {
+	for _, tc := range []struct {
+		env        map[string]string
+		host, want string
+	}{
+		{map[string]string{"MY_HOST_IP": "10.1.2.3"}, "127.0.0.1", "10.1.2.3"},
+		{nil, "127.0.0.1", "127.0.0.1"},
+		{nil, "::1", "::1"},
+		{map[string]string{"MY_HOST_IP": "10.1.2.3"}, "::", "10.1.2.3"},
+	} {
+		if got := advertisedIP(config.MapEnv(tc.env), tc.host); got != tc.want {
+			t.Errorf("env %v, agent_host %s: %q, want %q", tc.env, tc.host, got, tc.want)
+		}
+	}
+	if got := advertisedIP(config.MapEnv(nil), "::"); got == "::" || got == "" {
+		t.Errorf("agent_host ::, no MY_HOST_IP: %q, want the local address", got)
 	}
 }

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,9 +24,11 @@ import (
 	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/ps/discovery"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
+	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/config"
 	"github.com/monolith-go/monolith/serving/datadef"
+	"github.com/monolith-go/monolith/serving/tfs"
 )
 
 // runAgentClient is `monolith agent-client`, the reference's agent_client (§1.15) with its
@@ -33,11 +38,11 @@ import (
 // MY_HOST_IP or the hostname's address).
 func runAgentClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("agent-client", stderr)
-	tlsc := tlsconf.AddFlags(fs) // hb and gr: the AgentService's
+	tlsc := tlsconf.AddFlags(fs) // hb, gr and predict: the AgentService's (predict: and the replicas')
 	conf := fs.String("conf", "", "agent conf file (required)")
 	port := fs.Int("port", 0, "agent port (0: the conf's agent_port)")
 	host := fs.String("host", "127.0.0.1", "agent host")
-	cmdType := fs.String("cmd_type", "hb", "hb|gr|addr|get|load|unload|clean")
+	cmdType := fs.String("cmd_type", "hb", "hb|gr|addr|get|load|unload|clean|predict")
 	argsFlag := fs.String("args", "addr", "for get and clean: addr|portal|pub|res|lock|elect|info")
 	serverType := fs.String("server_type", "ps", "ps|entry|dense")
 	task := fs.Int("task", 0, "task id of the server type (gr)")
@@ -46,6 +51,8 @@ func runAgentClient(ctx context.Context, args []string, stdout, stderr io.Writer
 	ckpt := fs.String("ckpt", "", "checkpoint name (load)")
 	numShard := fs.Int("num_shard", -1, "number of shards the model uses (load)")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on the whole command")
+	inputType, inputFile, batchSize := predictFlags(fs, "predict")
+	signature := fs.String("signature_name", "serving_default", "predict: the signature")
 	verbose := fs.Bool("v", false, "verbose logging")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -82,7 +89,7 @@ func runAgentClient(ctx context.Context, args []string, stdout, stderr io.Writer
 	c := &agentClient{cfg: cfg, model: model, out: stdout, log: log}
 
 	switch *cmdType {
-	case "hb", "gr":
+	case "hb", "gr", "predict":
 		ct, err := tlsClient(tlsc)
 		if err != nil {
 			return err
@@ -93,8 +100,18 @@ func runAgentClient(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		defer cc.Close()
 		stub := pb.NewAgentServiceClient(cc)
-		if *cmdType == "hb" {
+		switch *cmdType {
+		case "hb":
 			return c.heartBeat(ctx, stub, pb.ServerType(st))
+		case "predict":
+			if model == "" {
+				return fmt.Errorf("%w: predict needs the served model's name (conf base_name or --model_name, e.g. model:sub_graph)", errUsage)
+			}
+			alias, in, err := predictInput(ctx, *inputType, *inputFile, *batchSize)
+			if err != nil {
+				return err
+			}
+			return c.predict(ctx, stub, pb.ServerType(st), ct, &tfspb.ModelSpec{Name: model, SignatureName: *signature}, map[string]*tfcorepb.TensorProto{alias: in})
 		}
 		if model == "" {
 			return fmt.Errorf("%w: gr needs a model name (conf base_name or --model_name)", errUsage)
@@ -136,7 +153,7 @@ func runAgentClient(ctx context.Context, args []string, stdout, stderr io.Writer
 	case "clean":
 		return c.withZK(ctx, func(ctx context.Context, z *zk.Client) error { return c.clean(ctx, z, *argsFlag) })
 	}
-	return fmt.Errorf("%w: --cmd_type %q is not hb, gr, addr, get, load, unload or clean", errUsage, *cmdType)
+	return fmt.Errorf("%w: --cmd_type %q is not hb, gr, addr, get, load, unload, clean or predict", errUsage, *cmdType)
 }
 
 type agentClient struct {
@@ -164,6 +181,42 @@ func (c *agentClient) heartBeat(ctx context.Context, stub pb.AgentServiceClient,
 		fmt.Fprintf(c.out, "%s  -> (%d) \n\t%s\n", k, len(lines), strings.Join(lines, "\n\t"))
 	}
 	return nil
+}
+
+// predict asks the agent (HeartBeat) where spec's model is served, sends the inputs to
+// its replicas in the order the agent lists them until one answers (a replica that does
+// not answer is logged and skipped), and prints the response in protobuf text.
+func (c *agentClient) predict(ctx context.Context, stub pb.AgentServiceClient, st pb.ServerType, ct *tls.Config,
+	spec *tfspb.ModelSpec, inputs map[string]*tfcorepb.TensorProto) error {
+	resp, err := stub.HeartBeat(ctx, &pb.HeartBeatRequest{ServerType: st})
+	if err != nil {
+		return fmt.Errorf("HeartBeat: %w", err)
+	}
+	addrs := resp.GetAddresses()[spec.GetName()].GetAddress()
+	if len(addrs) == 0 {
+		keys := slices.Sorted(maps.Keys(resp.GetAddresses()))
+		return fmt.Errorf("the agent serves no replica of %q (it lists %v)", spec.GetName(), keys)
+	}
+	var errs []error
+	for _, a := range addrs {
+		out, err := predictAt(ctx, a, ct, spec, inputs)
+		if err == nil {
+			return printText(c.out, out)
+		}
+		c.log.Warn("replica did not answer", "model", spec.GetName(), "addr", a, "err", err)
+		errs = append(errs, fmt.Errorf("%s: %w", a, err))
+	}
+	return fmt.Errorf("predict %s: no replica answered: %w", spec.GetName(), errors.Join(errs...))
+}
+
+// predictAt sends one Predict to the TF Serving at addr.
+func predictAt(ctx context.Context, addr string, ct *tls.Config, spec *tfspb.ModelSpec, inputs map[string]*tfcorepb.TensorProto) (*tfspb.PredictResponse, error) {
+	mon, err := tfs.DialMonitor(addr, tlsconf.DialOption(ct))
+	if err != nil {
+		return nil, err
+	}
+	defer mon.Close()
+	return mon.Predict(ctx, spec, inputs)
 }
 
 // addressListLines is Python's str(AddressList).strip().split("\n").

@@ -8,10 +8,12 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,5 +89,27 @@ func TestServeDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := decodeSummary(t, string(b))
-	checkServed(t, filepath.Join(keep, "served.jsonl"), filepath.Join(keep, "local.jsonl"), ev, "served through the agent")
+	served := checkServed(t, filepath.Join(keep, "served.jsonl"), filepath.Join(keep, "local.jsonl"), ev, "served through the agent")
+	// agent-client predict: the first 8 eval rows through the agent's HeartBeat address,
+	// the same predictions as predict --server's first 8 rows.
+	b, err = os.ReadFile(filepath.Join(keep, "agent-predict.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, m := range regexp.MustCompile(`float_val:\s+(\S+)`).FindAllSubmatch(b, -1) {
+		v, err := strconv.ParseFloat(string(m[1]), 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	if len(got) != 8 {
+		t.Fatalf("agent-client predict: %d predictions, want 8:\n%s", len(got), b)
+	}
+	for i, v := range got {
+		if math.Abs(v-float64(served[i])) > 1e-6 {
+			t.Errorf("agent-client predict row %d: %v, predict --server %v", i, v, served[i])
+		}
+	}
 }

@@ -2,18 +2,25 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/io/pbtext"
+	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	pb "github.com/monolith-go/monolith/schemas/tfservingpb"
+	"github.com/monolith-go/monolith/serving/modelserver"
 	"github.com/monolith-go/monolith/serving/tfs"
+	"github.com/monolith-go/monolith/transforms/beamio"
 )
 
 // runTFSClient is `monolith tfs-client`, the port of Monolith's tfs_client: status, meta,
@@ -25,9 +32,7 @@ func runTFSClient(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cmdType := fs.String("cmd_type", "status", "status, meta, load (HandleReloadConfigRequest with --input_file) or get (Predict)")
 	model := fs.String("model_name", "", "the model (required but for load)")
 	signature := fs.String("signature_name", "serving_default", "the signature")
-	inputType := fs.String("input_type", "example_batch", "get: example_batch (one ExampleBatch, protobuf text) or instance (one Instance: .json, .pbtxt, .dump)")
-	inputFile := fs.String("input_file", "", "get: the input; load: the text-format ModelServerConfig")
-	batchSize := fs.Int("batch_size", 8, "get --input_type instance: copies of the instance sent")
+	inputType, inputFile, batchSize := predictFlags(fs, "get")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on the call")
 	tlsc := tlsconf.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -74,40 +79,85 @@ func runTFSClient(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		_, err = fmt.Fprintf(stdout, "%v load done\n", tfs.ModelNames(cfg))
 		return err
 	case "get":
-		var in *tfcorepb.TensorProto
-		switch *inputType {
-		case "instance":
-			inst, err := tfs.InstanceFromFile(*inputFile)
-			if err != nil {
-				return err
-			}
-			if in, err = tfs.RepeatedInstanceTensor(inst, *batchSize); err != nil {
-				return err
-			}
-		case "example_batch":
-			eb, err := pbtext.ReadExampleBatchFile(*inputFile)
-			if err != nil {
-				return err
-			}
-			b, err := proto.Marshal(eb)
-			if err != nil {
-				return err
-			}
-			in = tfs.StringTensor([][]byte{b})
-		default:
-			return fmt.Errorf("%w: --input_type %q: want example_batch or instance", errUsage, *inputType)
+		alias, in, err := predictInput(ctx, *inputType, *inputFile, *batchSize)
+		if err != nil {
+			return err
 		}
-		alias := map[string]string{"instance": "instances", "example_batch": "example_batch"}[*inputType]
 		if out, err = mon.Predict(ctx, spec, map[string]*tfcorepb.TensorProto{alias: in}); err != nil {
 			return err
 		}
 	default:
 		return fmt.Errorf("%w: --cmd_type %q: want status, meta, load or get", errUsage, *cmdType)
 	}
-	b, err := prototext.MarshalOptions{Multiline: true}.Marshal(out)
+	return printText(stdout, out)
+}
+
+// printText writes m in protobuf text, one field per line.
+func printText(w io.Writer, m proto.Message) error {
+	b, err := prototext.MarshalOptions{Multiline: true}.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = stdout.Write(b)
+	_, err = w.Write(b)
 	return err
+}
+
+// predictFlags are the input flags of a Predict command (tfs-client get, agent-client
+// predict).
+func predictFlags(fs *flag.FlagSet, cmd string) (inputType, inputFile *string, batchSize *int) {
+	inputType = fs.String("input_type", "example_batch", cmd+": example_batch (one ExampleBatch, protobuf text), instance (one Instance: .json, .pbtxt, .dump) or data (the first --batch_size rows of a data file, any format monolith reads, as one ExampleBatch)")
+	inputFile = fs.String("input_file", "", cmd+": the input")
+	batchSize = fs.Int("batch_size", 8, cmd+" --input_type instance: copies of the instance sent; data: rows sent")
+	return inputType, inputFile, batchSize
+}
+
+// predictInput is the input of a Predict request as Monolith's serving clients send it:
+// the alias ("example_batch" or "instances") and a string tensor of serialized messages.
+func predictInput(ctx context.Context, inputType, file string, batchSize int) (string, *tfcorepb.TensorProto, error) {
+	switch inputType {
+	case "instance":
+		inst, err := tfs.InstanceFromFile(file)
+		if err != nil {
+			return "", nil, err
+		}
+		in, err := tfs.RepeatedInstanceTensor(inst, batchSize)
+		return modelserver.InputInstances, in, err
+	case "example_batch":
+		eb, err := pbtext.ReadExampleBatchFile(file)
+		if err != nil {
+			return "", nil, err
+		}
+		b, err := proto.Marshal(eb)
+		if err != nil {
+			return "", nil, err
+		}
+		return modelserver.InputExampleBatch, tfs.StringTensor([][]byte{b}), nil
+	case "data":
+		if batchSize <= 0 {
+			return "", nil, fmt.Errorf("%w: --batch_size %d must be positive", errUsage, batchSize)
+		}
+		read := beamio.DefaultReadConfig()
+		read.RowsPerBatch = batchSize
+		var b []byte
+		errFirst := errors.New("first batch read")
+		err := beamio.ReadFile(ctx, file, read, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			eb, err := batch.ToExampleBatch(rec)
+			if err != nil {
+				return err
+			}
+			if b, err = proto.Marshal(eb); err != nil {
+				return err
+			}
+			return errFirst
+		})
+		switch {
+		case err != nil && !errors.Is(err, errFirst):
+			return "", nil, err
+		case b == nil:
+			return "", nil, fmt.Errorf("%s: no rows", file)
+		}
+		return modelserver.InputExampleBatch, tfs.StringTensor([][]byte{b}), nil
+	}
+	return "", nil, fmt.Errorf("%w: --input_type %q: want example_batch, instance or data", errUsage, inputType)
 }

@@ -178,6 +178,10 @@ func (c *Config) Ops() []OpSpec { return c.ops }
 type Segment struct {
 	Init      json.RawMessage `json:"init"`
 	Optimizer json.RawMessage `json:"optimizer"`
+	// Compress is the segment's monolith.hash_table.FloatCompressorConfig in protobuf JSON
+	// ({fp16: {}}, {fixed_r8: {r: 1}}, {one_bit: {…}}): how `monolith export --model` stores
+	// it for serving, and fixed_r8's and one_bit's retrieval in training. Default fp32.
+	Compress json.RawMessage `json:"compress"`
 }
 
 // LoadConfig reads a YAML (.yaml, .yml) or JSON configuration and applies the defaults.
@@ -500,6 +504,12 @@ func (s Segment) build(dim int) (*hashtablepb.EntryConfig_Segment, error) {
 		return nil, err
 	}
 	seg.OptConfig = opt
+	if len(s.Compress) > 0 {
+		seg.CompConfig = &hashtablepb.FloatCompressorConfig{}
+		if err := protojson.Unmarshal(s.Compress, seg.CompConfig); err != nil {
+			return nil, fmt.Errorf("compress: %v", err)
+		}
+	}
 	return seg, nil
 }
 

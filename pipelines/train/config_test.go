@@ -307,3 +307,21 @@ func TestKeysDocumentedAndCovered(t *testing.T) {
 		t.Errorf("keys of Config:\n%v\nkeys in the README's Training config table:\n%v", keys, documented)
 	}
 }
+
+// TestSegmentCompress: a segment's compress reaches its tables' comp_config, and one that
+// does not parse fails naming the key.
+func TestSegmentCompress(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "fc.pbtxt", []byte(keysFC))
+	for _, tc := range []struct{ compress, want string }{
+		{"{fp16: {}}", `comp_config:?\s*\{\s*fp16:?\s*\{`},
+		{"{fixed_r8: {r: 2}}", `comp_config:?\s*\{\s*fixed_r8:?\s*\{\s*r:\s*2`},
+		{"{fp17: {}}", `^error: .*compress: .*fp17`},
+	} {
+		set := "sparse: {segments: [{optimizer: {sgd: {learning_rate: 0.1}}, compress: " + tc.compress + "}]}\n"
+		got := effective(t, dir, mergeYAML(t, keysBase, set))
+		if !regexp.MustCompile(tc.want).MatchString(got) {
+			t.Errorf("compress %s: %s\ndoes not match %s", tc.compress, got, tc.want)
+		}
+	}
+}

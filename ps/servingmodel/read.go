@@ -2,6 +2,7 @@ package servingmodel
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash"
@@ -102,14 +103,24 @@ func (t *Table) open(dir string) (*rowReader, error) {
 
 // next decodes the next row into emb and returns its fid; ok is false after the last.
 func (rr *rowReader) next(emb []float32) (fid int64, ok bool, err error) {
+	fid, enc, ok, err := rr.nextRow()
+	if ok {
+		rr.t.DecodeValues(enc, emb)
+	}
+	return fid, ok, err
+}
+
+// nextRow reads the next row: its fid and its encoded values (valid until the next call);
+// ok is false after the last.
+func (rr *rowReader) nextRow() (fid int64, enc []byte, ok bool, err error) {
 	if rr.n == rr.t.Entries {
-		return 0, false, nil
+		return 0, nil, false, nil
 	}
 	if _, err := io.ReadFull(rr.r, rr.row); err != nil {
-		return 0, false, fmt.Errorf("%w: %s row %d: %v", ErrCorrupt, rr.path, rr.n, err)
+		return 0, nil, false, fmt.Errorf("%w: %s row %d: %v", ErrCorrupt, rr.path, rr.n, err)
 	}
 	rr.n++
-	return rr.t.Decode(rr.row, emb), true, nil
+	return int64(binary.LittleEndian.Uint64(rr.row)), rr.row[entryHeaderSize:], true, nil
 }
 
 // close checks that every row was read and the checksum, and closes the file.
@@ -129,13 +140,22 @@ func (rr *rowReader) close() error {
 // must match the manifest: a damaged file is an error wrapping ErrCorrupt (fn may have seen
 // rows by then; discard them).
 func (t *Table) Scan(dir string, fn func(fid int64, emb []float32) error) error {
+	emb := make([]float32, t.Dim)
+	return t.ScanEncoded(dir, func(fid int64, enc []byte) error {
+		t.DecodeValues(enc, emb)
+		return fn(fid, emb)
+	})
+}
+
+// ScanEncoded is Scan with each row's values as stored (ValueBytes; DecodeValues reads
+// them), for a reader that keeps them in that form.
+func (t *Table) ScanEncoded(dir string, fn func(fid int64, enc []byte) error) error {
 	rr, err := t.open(dir)
 	if err != nil {
 		return err
 	}
-	emb := make([]float32, t.Dim)
 	for {
-		fid, ok, err := rr.next(emb)
+		fid, enc, ok, err := rr.nextRow()
 		if err != nil {
 			rr.f.Close()
 			return err
@@ -143,7 +163,7 @@ func (t *Table) Scan(dir string, fn func(fid int64, emb []float32) error) error 
 		if !ok {
 			return rr.close()
 		}
-		if err := fn(fid, emb); err != nil {
+		if err := fn(fid, enc); err != nil {
 			rr.f.Close()
 			return err
 		}

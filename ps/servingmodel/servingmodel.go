@@ -174,23 +174,30 @@ func Write(ctx context.Context, base, name string, version int64, spec Spec, src
 	return res, nil
 }
 
+// NewTable describes the SERVING form of a table of dim values configured by cfg (its
+// codecs, row size and skip_zero_embedding), with no file or rows yet.
+func NewTable(name string, dim int, cfg *hashtablepb.EmbeddingHashTableConfig) (*Table, error) {
+	codecs, segs, err := codecsOf(cfg, dim)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", name, err)
+	}
+	cb, err := marshalConfig(cloneServing(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", name, err)
+	}
+	return &Table{Name: name, Dim: dim, Segments: segs, SkipZero: cfg.GetSkipZeroEmbedding(), Config: cb,
+		RowBytes: rowBytes(codecs, segs), codecs: codecs}, nil
+}
+
 // writeTables writes every table of src into tmp in SERVING form and records it in m.
 func writeTables(ctx context.Context, tmp string, m *Manifest, src *export.Source) (Result, error) {
 	var res Result
 	for i, st := range src.Tables {
-		cfg := st.Config()
-		codecs, segs, err := codecsOf(cfg, st.Dim)
+		t, err := NewTable(st.Name, st.Dim, st.Config())
 		if err != nil {
-			return res, fmt.Errorf("table %q: %w", st.Name, err)
+			return res, err
 		}
-		serving := cloneServing(cfg)
-		cb, err := marshalConfig(serving)
-		if err != nil {
-			return res, fmt.Errorf("table %q: %w", st.Name, err)
-		}
-		t := &Table{Name: st.Name, Dim: st.Dim, Segments: segs, SkipZero: cfg.GetSkipZeroEmbedding(),
-			File: fmt.Sprintf("%03d-%s%s", i, safeName(st.Name), tableSuffix), Config: cb, codecs: codecs}
-		t.RowBytes = rowBytes(codecs, segs)
+		t.File = fmt.Sprintf("%03d-%s%s", i, safeName(st.Name), tableSuffix)
 		f, err := os.OpenFile(filepath.Join(tmp, t.File), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			return res, err
@@ -233,11 +240,31 @@ func writeTables(ctx context.Context, tmp string, m *Manifest, src *export.Sourc
 // encode writes fid and the row's segments into row.
 func (t *Table) encode(row []byte, fid int64, num []float32) {
 	binary.LittleEndian.PutUint64(row, uint64(fid))
-	off, at := entryHeaderSize, 0
+	t.EncodeValues(row[entryHeaderSize:], num)
+}
+
+// ValueBytes is the bytes of a row's values (RowBytes less its 8-byte fid): what a server
+// keeping the rows in their stored form holds per fid beside the fid.
+func (t *Table) ValueBytes() int { return t.RowBytes - entryHeaderSize }
+
+// EncodeValues writes src (Dim values) into enc (ValueBytes) through the segments' codecs.
+func (t *Table) EncodeValues(enc []byte, src []float32) {
+	off, at := 0, 0
 	for i, c := range t.codecs {
 		d := t.Segments[i].Dim
 		n := c.Size(d)
-		c.Encode(row[off:off+n], num[at:at+d])
+		c.Encode(enc[off:off+n], src[at:at+d])
+		off, at = off+n, at+d
+	}
+}
+
+// DecodeValues reads Dim values from enc (ValueBytes, as EncodeValues writes them) into dst.
+func (t *Table) DecodeValues(enc []byte, dst []float32) {
+	off, at := 0, 0
+	for i, c := range t.codecs {
+		d := t.Segments[i].Dim
+		n := c.Size(d)
+		c.Decode(dst[at:at+d], enc[off:off+n])
 		off, at = off+n, at+d
 	}
 }
@@ -254,13 +281,7 @@ func ZeroRow(v []float32) bool { return zeroRow(v) }
 
 // Decode reads one row (as written in File) into fid and dst (Dim values).
 func (t *Table) Decode(row []byte, dst []float32) int64 {
-	off, at := entryHeaderSize, 0
-	for i, c := range t.codecs {
-		d := t.Segments[i].Dim
-		n := c.Size(d)
-		c.Decode(dst[at:at+d], row[off:off+n])
-		off, at = off+n, at+d
-	}
+	t.DecodeValues(row[entryHeaderSize:], dst)
 	return int64(binary.LittleEndian.Uint64(row))
 }
 

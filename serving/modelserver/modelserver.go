@@ -148,25 +148,29 @@ func (l Loader) Load(ctx context.Context, name, dir string, v int64) (tfs.Servab
 	return m, nil
 }
 
-// servedTable is one table in memory: the loaded fids sorted, with their rows decoded in
-// the same order (about the bytes of the version's table file: 8 per fid and the row), and
-// the fids parameter sync adds later in a map beside them. Sync assigns rows while
-// requests read them. A row erased by skip_zero_embedding reads as zeros.
+// servedTable is one table in memory: the loaded fids sorted, with their rows in the same
+// order kept as the version stores them (fp16, fixed_r8, … as the table's codecs say, so
+// about the bytes of the version's table file: 8 per fid and the row's encoding) and
+// decoded as requests read them, and the fids parameter sync adds later in a map beside
+// them. Sync assigns rows while requests read them. A row erased by skip_zero_embedding
+// reads as zeros.
 type servedTable struct {
 	name  string
 	dim   int
+	vb    int // bytes of one stored row
 	meta  *servingmodel.Table
 	mu    sync.RWMutex
 	fids  []uint64         // loaded, sorted
-	rows  []float32        // len(fids) loaded rows, then the added ones
+	enc   []byte           // len(fids) loaded rows, then the added ones, vb bytes each
 	extra map[uint64]int32 // added fid → its row
 	gone  map[uint64]bool  // loaded fids erased since
 }
 
 func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedTable, error) {
-	st := &servedTable{name: t.Name, dim: t.Dim, meta: t, fids: make([]uint64, 0, t.Entries), rows: make([]float32, 0, int(t.Entries)*t.Dim)}
+	vb := t.ValueBytes()
+	st := &servedTable{name: t.Name, dim: t.Dim, vb: vb, meta: t, fids: make([]uint64, 0, t.Entries), enc: make([]byte, 0, int(t.Entries)*vb)}
 	sorted := true
-	err := t.Scan(dir, func(fid int64, emb []float32) error {
+	err := t.ScanEncoded(dir, func(fid int64, enc []byte) error {
 		if len(st.fids)&4095 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -176,7 +180,7 @@ func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedT
 			sorted = false
 		}
 		st.fids = append(st.fids, uint64(fid))
-		st.rows = append(st.rows, emb...)
+		st.enc = append(st.enc, enc...)
 		return nil
 	})
 	if err != nil {
@@ -193,6 +197,9 @@ func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedT
 	return st, nil
 }
 
+// row is the stored bytes of row i.
+func (t *servedTable) row(i int) []byte { return t.enc[i*t.vb : (i+1)*t.vb] }
+
 // sortRows sorts the loaded fids, moving their rows along (in place, by cycles of the
 // permutation, so that no second copy of the rows is made).
 func (t *servedTable) sortRows() {
@@ -201,24 +208,24 @@ func (t *servedTable) sortRows() {
 		perm[i] = int32(i)
 	}
 	slices.SortFunc(perm, func(a, b int32) int { return cmp.Compare(t.fids[a], t.fids[b]) })
-	tmp := make([]float32, t.dim)
+	tmp := make([]byte, t.vb)
 	for start := range perm {
 		if perm[start] < 0 || int(perm[start]) == start {
 			continue
 		}
 		// Position i takes the row at perm[i]; follow the cycle from start.
-		copy(tmp, t.rows[start*t.dim:(start+1)*t.dim])
+		copy(tmp, t.row(start))
 		fid0 := t.fids[start]
 		i := start
 		for {
 			src := int(perm[i])
 			perm[i] = -1
 			if src == start {
-				copy(t.rows[i*t.dim:], tmp)
+				copy(t.row(i), tmp)
 				t.fids[i] = fid0
 				break
 			}
-			copy(t.rows[i*t.dim:(i+1)*t.dim], t.rows[src*t.dim:(src+1)*t.dim])
+			copy(t.row(i), t.row(src))
 			t.fids[i] = t.fids[src]
 			i = src
 		}
@@ -236,19 +243,19 @@ func (t *servedTable) find(f uint64) int {
 	return -1
 }
 
-// rowsOf appends the rows of fids to dst (zeros for a fid the table lacks, as training's
-// evaluation reads an absent fid).
+// rowsOf appends the decoded rows of fids to dst (zeros for a fid the table lacks, as
+// training's evaluation reads an absent fid).
 func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	dst = slices.Grow(dst, len(fids)*t.dim)
-	for _, f := range fids {
+	n := len(dst)
+	dst = slices.Grow(dst, len(fids)*t.dim)[:n+len(fids)*t.dim]
+	for k, f := range fids {
+		out := dst[n+k*t.dim : n+(k+1)*t.dim]
 		if i := t.find(f); i >= 0 {
-			dst = append(dst, t.rows[i*t.dim:(i+1)*t.dim]...)
+			t.meta.DecodeValues(t.row(i), out)
 		} else {
-			n := len(dst)
-			dst = dst[:n+t.dim]
-			clear(dst[n:])
+			clear(out)
 		}
 	}
 	return dst
@@ -257,7 +264,7 @@ func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 // assign stores rows (len(fids)×dim values) as parameter sync pushes them: through the
 // table's codecs, an all-zero row erasing its fid where skip_zero_embedding is set.
 func (t *servedTable) assign(fids []int64, rows []float32) {
-	stored, scratch := make([]float32, t.dim), make([]byte, t.meta.RowBytes)
+	stored := make([]byte, t.vb)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, f := range fids {
@@ -273,21 +280,21 @@ func (t *servedTable) assign(fids []int64, rows []float32) {
 			delete(t.extra, u)
 			continue
 		}
-		t.meta.Store(stored, row, scratch)
+		t.meta.EncodeValues(stored, row)
 		if k, ok := slices.BinarySearch(t.fids, u); ok {
 			delete(t.gone, u)
-			copy(t.rows[k*t.dim:], stored)
+			copy(t.row(k), stored)
 			continue
 		}
 		if k, ok := t.extra[u]; ok {
-			copy(t.rows[int(k)*t.dim:], stored)
+			copy(t.row(int(k)), stored)
 			continue
 		}
 		if t.extra == nil {
 			t.extra = map[uint64]int32{}
 		}
-		t.extra[u] = int32(len(t.rows) / t.dim)
-		t.rows = append(t.rows, stored...)
+		t.extra[u] = int32(len(t.enc) / t.vb)
+		t.enc = append(t.enc, stored...)
 	}
 }
 
