@@ -56,7 +56,13 @@ func (o *adagrad) Step(w, g, state []float32, lr float32, _ int64) {
 	g = span(g, len(w))
 	norm := span(state, len(w))
 	wd := o.wd
-	for i := range w {
+	start := 0
+	if n8 := len(w) &^ 7; useAVX2 && n8 > 0 {
+		// Eight lanes at a time, each the scalar loop's IEEE operations in its order.
+		adagradAVX2(&w[0], &g[0], &norm[0], n8, lr, wd)
+		start = n8
+	}
+	for i := start; i < len(w); i++ {
 		gi := g[i] + wd*w[i]
 		n := norm[i] + gi*gi
 		norm[i] = n

@@ -80,12 +80,12 @@ func (g *grouping) blocks(t *Table, write bool) iter.Seq2[int, []int32] {
 
 // touchKeys loads the home cell of every fid of order[lo:hi] in shard sh.
 func (g *grouping) touchKeys(sh *shard, lo, hi int32) {
-	if sh.idx.keys == nil {
+	if sh.idx.cells == nil {
 		return
 	}
 	acc := g.sink
 	for _, i := range g.order[lo:hi] {
-		acc ^= sh.idx.keys[sh.idx.home(g.hs[i])]
+		acc ^= uint64(sh.idx.cells[sh.idx.home(g.hs[i])].lo)
 	}
 	g.sink = acc
 }

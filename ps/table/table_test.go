@@ -474,7 +474,7 @@ func TestInitialCapacity(t *testing.T) {
 	}
 	var cells int64
 	for i := range tb.shards {
-		cells += int64(len(tb.shards[i].idx.keys))
+		cells += int64(len(tb.shards[i].idx.cells))
 	}
 	if cells*12 != before {
 		t.Errorf("index grew from %d B to %d B although initial_capacity covered every insert", before, cells*12)
