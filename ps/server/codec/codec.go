@@ -8,6 +8,8 @@
 // the 1 MiB tier, so each message costs two 1 MiB clears, more than the table lookup
 // itself. This codec's pool hands buffers out uncleared: Marshal overwrites every byte it
 // returns and Unmarshal copies the received bytes over the whole buffer before reading it.
+// The big float fields of lookup responses and gradient requests are written and read as
+// one block of bytes instead of value by value (floats.go).
 package codec
 
 import (
@@ -36,6 +38,13 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return nil, fmt.Errorf("ps/codec: marshal %T: not a proto.Message", v)
 	}
+	if num, f := bulkFloats(m); f != nil && len(*f) >= minBulkFloats {
+		_, buf, err := marshalBulk(m, num, f)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+	}
 	size := proto.Size(m)
 	opts := proto.MarshalOptions{UseCachedSize: true} // the size was just computed
 	if size < minPooled {
@@ -62,6 +71,13 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(pool) // one buffer: no copy
 	defer buf.Free()
+	if num, f := bulkFloats(m); f != nil && buf.Len() >= 4*minBulkFloats {
+		proto.Reset(m)
+		if ok, err := unmarshalBulk(buf.ReadOnlyData(), m, num, f); ok {
+			return err
+		}
+		proto.Reset(m)
+	}
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
 }
 
