@@ -233,27 +233,30 @@ func (t *Table) Assign(fids []int64, rows []float32, updateTime int64) (int, err
 	if updateTime == 0 {
 		updateTime = t.now()
 	}
+	g := t.groupPool.Get().(*grouping)
+	defer t.groupPool.Put(g)
+	g.build(fids)
 	n := 0
-	for i, f := range fids {
-		sh, h := t.locate(f)
-		sh.mu.Lock()
-		s, ok := sh.idx.get(uint64(f), h)
-		var r []float32
-		if ok {
-			r = sh.row(s, t.stride)
-		} else if t.filter == nil || t.filter.Admit(f, 1) {
-			var err error
-			if r, err = t.create(sh, uint64(f), h); err != nil {
-				sh.mu.Unlock()
-				return n, fmt.Errorf("table %q: %w", t.name, err)
+	for si, order := range g.blocks(t, true) {
+		sh := &t.shards[si]
+		for _, i := range order {
+			f := fids[i]
+			s, ok := sh.idx.get(uint64(f), g.hs[i])
+			var r []float32
+			if ok {
+				r = sh.row(s, t.stride)
+			} else if t.filter == nil || t.filter.Admit(f, 1) {
+				var err error
+				if r, err = t.create(sh, uint64(f), g.hs[i]); err != nil {
+					return n, fmt.Errorf("table %q: %w", t.name, err) // blocks unlocks
+				}
+			}
+			if r != nil {
+				copy(r[:t.dim], rows[int(i)*t.dim:(int(i)+1)*t.dim])
+				setTime(r, updateTime)
+				n++
 			}
 		}
-		if r != nil {
-			copy(r[:t.dim], rows[i*t.dim:(i+1)*t.dim])
-			setTime(r, updateTime)
-			n++
-		}
-		sh.mu.Unlock()
 	}
 	t.raiseMaxUpdate(updateTime)
 	return n, nil
