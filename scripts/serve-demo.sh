@@ -5,12 +5,15 @@
 # --server` beside `predict` and `evaluate` on the checkpoint, and `agent-client --cmd_type
 # predict` through the agent. Everything it starts stops
 # when it exits; with DEMO_KEEP=DIR the prediction files and the evaluation are copied there.
+# With DEMO_TLS="--tls-ca CA --tls-cert CERT --tls-key KEY [--tls-mutual]" the agent, the
+# `monolith serve` it starts and every client speak TLS, and a plaintext client is refused.
 # Usage: scripts/serve-demo.sh [MONOLITH_BINARY]  (default: builds bin/monolith).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 source scripts/demo-lib.sh "${1:-}"
 unset MONOLITH_TFS_BINARY
+read -r -a TLS <<< "${DEMO_TLS:-}"
 
 # 1. ZooKeeper, standalone on loopback.
 start_zookeeper
@@ -41,12 +44,12 @@ layout_pattern demo_layout
 agent_port $(free_port)
 EOC
 say PORT3=$GRPC monolith agent --conf agent.conf '&'
-PORT=$(free_port) PORT3=$GRPC PORT4=$(free_port) "$BIN" agent --conf "$WORK/agent.conf" --tfs_log "$WORK/tfs.log" 2> "$WORK/agent.log" &
+PORT=$(free_port) PORT3=$GRPC PORT4=$(free_port) "$BIN" agent --conf "$WORK/agent.conf" --tfs_log "$WORK/tfs.log" "${TLS[@]}" 2> "$WORK/agent.log" &
 AGENT=$!
 PIDS+=($AGENT)
 
 # 5. The published sub-graph loads: planted:planted is AVAILABLE.
-status() { timeout 20 "$BIN" tfs-client --target "127.0.0.1:$GRPC" --model_name planted:planted --cmd_type status --timeout 10s 2>/dev/null; }
+status() { timeout 20 "$BIN" tfs-client --target "127.0.0.1:$GRPC" --model_name planted:planted --cmd_type status --timeout 10s "${TLS[@]}" 2>/dev/null; }
 for i in $(seq 300); do
 	status | grep -q AVAILABLE && break
 	kill -0 "$AGENT" 2>/dev/null || { echo "the agent exited:" >&2; cat "$WORK/agent.log" >&2; exit 1; }
@@ -55,8 +58,14 @@ for i in $(seq 300); do
 done
 say monolith tfs-client --target 127.0.0.1:$GRPC --model_name planted:planted --cmd_type status
 status
+if [[ ${#TLS[@]} -gt 0 ]]; then
+	if timeout 20 "$BIN" tfs-client --target "127.0.0.1:$GRPC" --model_name planted:planted --cmd_type status --timeout 5s > /dev/null 2>&1; then
+		echo "monolith serve answered a plaintext client under TLS" >&2; exit 1
+	fi
+	echo "monolith serve refused a plaintext client (TLS)"
+fi
 # The agent binds an AVAILABLE sub-graph at its next sync; HeartBeat then lists its address.
-hb() { timeout 20 "$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type hb --timeout 10s 2>/dev/null; }
+hb() { timeout 20 "$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type hb --timeout 10s "${TLS[@]}" 2>/dev/null; }
 for i in $(seq 300); do
 	hb | grep -q '^planted:planted' && break
 	[[ $i == 300 ]] && { echo "the agent never listed planted:planted; agent log:" >&2; cat "$WORK/agent.log" >&2; exit 1; }
@@ -67,14 +76,14 @@ hb
 
 # 6. The eval data through the server, and on the checkpoint.
 say monolith predict --config fm.yaml --server 127.0.0.1:$GRPC --model_name planted:planted --out served.jsonl
-"$BIN" predict --config "$WORK/fm.yaml" --server "127.0.0.1:$GRPC" --model_name planted:planted --out "$WORK/served.jsonl"
+"$BIN" predict --config "$WORK/fm.yaml" --server "127.0.0.1:$GRPC" --model_name planted:planted --out "$WORK/served.jsonl" "${TLS[@]}"
 say monolith predict --config fm.yaml --out local.jsonl
 "$BIN" predict --config "$WORK/fm.yaml" --out "$WORK/local.jsonl"
 say monolith evaluate --config fm.yaml
 "$BIN" evaluate --config "$WORK/fm.yaml" | tee "$WORK/evaluate.json"
 EVAL=$(ls "$WORK"/data/eval/* | head -n 1)
 say monolith agent-client --conf agent.conf --cmd_type predict --model_name planted:planted --input_type data --input_file data/eval/$(basename "$EVAL") --batch_size 8
-"$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type predict --model_name planted:planted --input_type data --input_file "$EVAL" --batch_size 8 | tee "$WORK/agent-predict.txt"
+"$BIN" agent-client --conf "$WORK/agent.conf" --cmd_type predict --model_name planted:planted --input_type data --input_file "$EVAL" --batch_size 8 "${TLS[@]}" | tee "$WORK/agent-predict.txt"
 if [[ -n "${DEMO_KEEP:-}" ]]; then
 	cp "$WORK/served.jsonl" "$WORK/local.jsonl" "$WORK/evaluate.json" "$WORK/agent-predict.txt" "$DEMO_KEEP/"
 fi

@@ -107,7 +107,7 @@ func kernelChild(ctx context.Context, spec json.RawMessage) (any, error) {
 // benchmark's jobs) when this process is a benchmark child, and reports whether it was.
 // The caller exits afterwards, with status 1 if err is not nil.
 func MaybeChild(ctx context.Context) (bool, error) {
-	return child.Serve(ctx, map[string]child.Func{kernelChildFunc: kernelChild, pipeline.ChildFunc: pipeline.Child, trainChildFunc: trainChild})
+	return child.Serve(ctx, map[string]child.Func{kernelChildFunc: kernelChild, pipeline.ChildFunc: pipeline.Child, trainChildFunc: trainChild, serveLoadChildFunc: serveLoadChild})
 }
 
 // scaling measures sharding and the layout forward and gradient two ways. Input size: a

@@ -15,6 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+
+	"google.golang.org/grpc"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/internal/metricsrv"
@@ -126,9 +129,19 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	zkOpts := zk.Options{Auth: os.Getenv("ZK_AUTH"), Logger: log, Metrics: zm}
-	getenv, err := tfsBinaryEnv(*host)
+	getenv, selfServe, err := tfsBinaryEnv(*host, *tlsc)
 	if err != nil {
 		return err
+	}
+	// The agent's own `monolith serve` serves TLS with the agent's files, so the agent
+	// dials it with them; another TF Serving binary is dialled as before (plaintext).
+	var tfsDial []grpc.DialOption
+	if selfServe && tlsc.Enabled() {
+		ct, err := tlsClient(tlsc)
+		if err != nil {
+			return err
+		}
+		tfsDial = append(tfsDial, tlsconf.DialOption(ct))
 	}
 	listen := net.JoinHostPort(*host, strconv.Itoa(cfg.AgentPort))
 	switch cfg.AgentVersion {
@@ -136,7 +149,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 		a, err := agent.NewV1(agent.V1Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log, Getenv: getenv,
 			NewReplicas: func(c *zk.Client, cfg config.AgentConfig) (agent.Replicas, error) {
-				mon, err := replica.NewTFSMonitor(cfg, "127.0.0.1")
+				mon, err := replica.NewTFSMonitor(cfg, "127.0.0.1", tfsDial...)
 				if err != nil {
 					return nil, err
 				}
@@ -159,7 +172,7 @@ func runAgent(ctx context.Context, args []string, _, stderr io.Writer) error {
 	case 3:
 		a, err := agent.NewV3(agent.V3Options{
 			Config: cfg, TFSLog: *tfsLog, TFSDir: *tfsDir, ZK: zkOpts, Logger: log, Getenv: getenv,
-			LocalIP: advertisedIP(env, *host), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am, TLS: serveTLS,
+			LocalIP: advertisedIP(env, *host), AvailableMemory: hostutil.AvailableMemory, Listen: listen, Metrics: am, TLS: serveTLS, TFSDial: tfsDial,
 		})
 		if err != nil {
 			return err
@@ -179,20 +192,32 @@ type v1Replicas struct {
 func (r v1Replicas) Stop() { r.Manager.Stop(); r.mon.Close() }
 
 // tfsBinaryEnv is the agent's environment, where an unset MONOLITH_TFS_BINARY reads as
-// "this binary serve --host=HOST": the agent runs `monolith serve` as its TF Serving,
-// bound where the agent binds, unless told otherwise.
-func tfsBinaryEnv(host string) (func(string) (string, bool), error) {
+// "this binary serve --host=HOST" and the agent's TLS flags: the agent runs `monolith
+// serve` as its TF Serving, bound where the agent binds and serving TLS when the agent
+// does, unless told otherwise. selfServe reports that case.
+func tfsBinaryEnv(host string, tlsc tlsconf.Config) (getenv func(string) (string, bool), selfServe bool, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("agent: this binary: %w", err)
+		return nil, false, fmt.Errorf("agent: this binary: %w", err)
 	}
-	return func(k string) (string, bool) {
-		v, ok := os.LookupEnv(k)
-		if k == tfs.EnvBinary && strings.TrimSpace(v) == "" {
-			return self + " serve --host=" + host, true
+	cmd := append([]string{self, "serve", "--host=" + host}, tlsc.Args()...)
+	for _, a := range cmd {
+		// MONOLITH_TFS_BINARY is split at white space (tfs.BinaryFromEnv).
+		if strings.ContainsFunc(a, unicode.IsSpace) {
+			return nil, false, fmt.Errorf("agent: %q holds white space and cannot be passed to `monolith serve`; set MONOLITH_TFS_BINARY", a)
 		}
-		return v, ok
-	}, nil
+	}
+	v, ok := os.LookupEnv(tfs.EnvBinary)
+	selfServe = strings.TrimSpace(v) == ""
+	return func(k string) (string, bool) {
+		if k == tfs.EnvBinary && selfServe {
+			return strings.Join(cmd, " "), true
+		}
+		if k == tfs.EnvBinary {
+			return v, ok
+		}
+		return os.LookupEnv(k)
+	}, selfServe, nil
 }
 
 // advertisedIP is the host the agent publishes its servers' addresses under: MY_HOST_IP

@@ -18,6 +18,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/internal/syncbuf"
+	"github.com/monolith-go/monolith/internal/tlsconf"
 	"github.com/monolith-go/monolith/internal/zk"
 	"github.com/monolith-go/monolith/internal/zktest"
 	"github.com/monolith-go/monolith/serving/agent"
@@ -391,21 +392,37 @@ func TestSuperviseChildren(t *testing.T) {
 }
 
 // TestAgentRunsServeByDefault: with MONOLITH_TFS_BINARY unset or blank, the agent's TF
-// Serving is this binary's serve command, bound to the agent's host; a value set is kept.
+// Serving is this binary's serve command, bound to the agent's host and given the agent's
+// TLS flags; a value set is kept (and is not told about TLS).
 func TestAgentRunsServeByDefault(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ set, want string }{{"", self + " serve --host=127.0.0.2"}, {"  ", self + " serve --host=127.0.0.2"}, {"/opt/tfs --x", "/opt/tfs --x"}} {
+	tc := tlsconf.Config{CA: "/x/ca.pem", Cert: "/x/c.pem", Key: "/x/k.pem", Mutual: true}
+	for _, tc := range []struct {
+		set  string
+		tls  tlsconf.Config
+		want string
+		self bool
+	}{
+		{"", tlsconf.Config{}, self + " serve --host=127.0.0.2", true},
+		{"  ", tlsconf.Config{}, self + " serve --host=127.0.0.2", true},
+		{"", tc, self + " serve --host=127.0.0.2 --tls-ca /x/ca.pem --tls-cert /x/c.pem --tls-key /x/k.pem --tls-mutual", true},
+		{"/opt/tfs --x", tc, "/opt/tfs --x", false},
+	} {
 		t.Setenv("MONOLITH_TFS_BINARY", tc.set)
-		getenv, err := tfsBinaryEnv("127.0.0.2")
+		getenv, selfServe, err := tfsBinaryEnv("127.0.0.2", tc.tls)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := getenv("MONOLITH_TFS_BINARY"); !ok || got != tc.want {
-			t.Errorf("MONOLITH_TFS_BINARY=%q reads %q, want %q", tc.set, got, tc.want)
+		if got, ok := getenv("MONOLITH_TFS_BINARY"); !ok || got != tc.want || selfServe != tc.self {
+			t.Errorf("MONOLITH_TFS_BINARY=%q, TLS %v: reads %q (self %v), want %q (%v)", tc.set, tc.tls.Enabled(), got, selfServe, tc.want, tc.self)
 		}
+	}
+	t.Setenv("MONOLITH_TFS_BINARY", "")
+	if _, _, err := tfsBinaryEnv("127.0.0.1", tlsconf.Config{CA: "/my certs/ca.pem"}); err == nil || !strings.Contains(err.Error(), "white space") {
+		t.Errorf("a TLS path with a space: %v, want an error", err)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/monolith-go/monolith/internal/tlsconf/tlstest"
 )
 
 // runDemo runs scripts/<script> with this test binary as monolith and returns its output;
@@ -78,11 +80,29 @@ func TestServeDemo(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatalf("the demo needs ZooKeeper (java): run `sudo apt-get install zookeeper`: %v", err)
 	}
+	for _, tc := range []struct {
+		name string
+		tls  bool
+	}{{"plaintext", false}, {"mutual TLS", true}} {
+		t.Run(tc.name, func(t *testing.T) { serveDemo(t, tc.tls) })
+	}
+}
+
+// serveDemo runs scripts/serve-demo.sh, with the agent, its `monolith serve` and every
+// client on mutual TLS when tls is set, and checks what it served.
+func serveDemo(t *testing.T, tls bool) {
 	keep := t.TempDir()
-	out := runDemo(t, "serve-demo.sh", 4*time.Minute, "DEMO_KEEP="+keep)
+	env := []string{"DEMO_KEEP=" + keep}
+	if tls {
+		env = append(env, "DEMO_TLS="+strings.Join(tlstest.New(t).Good.Args(), " "))
+	}
+	out := runDemo(t, "serve-demo.sh", 4*time.Minute, env...)
 	// tfs-client prints protobuf text, whose spacing Go's prototext varies on purpose.
 	if !regexp.MustCompile(`state:\s+AVAILABLE`).Match(out) || !strings.Contains(string(out), "agent stopped (exit 0)") {
 		t.Errorf("the demo did not serve the version and stop cleanly:\n%s", out)
+	}
+	if tls && !strings.Contains(string(out), "refused a plaintext client") {
+		t.Errorf("under TLS the demo did not check that a plaintext client is refused:\n%s", out)
 	}
 	b, err := os.ReadFile(filepath.Join(keep, "evaluate.json"))
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	izk "github.com/monolith-go/monolith/internal/zk"
 	pb "github.com/monolith-go/monolith/schemas/agentpb"
@@ -62,6 +64,9 @@ type V3Options struct {
 	Listen string
 	// TLS serves the AgentService over TLS (internal/tlsconf; nil: plaintext).
 	TLS *tls.Config
+	// TFSDial are extra dial options of the agent's connection to its TF Serving (its
+	// credentials when TF Serving serves TLS).
+	TFSDial []grpc.DialOption
 	// AvailableMemory answers GetResource's memory (nil: GetResource fails).
 	AvailableMemory func() (int64, error)
 	// Metrics records the sub-graphs' states, layout changes and reload requests (nil:
@@ -241,7 +246,7 @@ func (a *V3) Start(ctx context.Context) (err error) {
 	if err := a.wrapper.Start(loopCtx); err != nil {
 		return fmt.Errorf("serving/agent: start TF Serving: %w", err)
 	}
-	if a.monitor, err = tfs.DialMonitor(net127(a.cfg.TFSPortGRPC)); err != nil {
+	if a.monitor, err = tfs.DialMonitor(net127(a.cfg.TFSPortGRPC), a.opts.TFSDial...); err != nil {
 		return fmt.Errorf("serving/agent: %w", err)
 	}
 	if a.backend, err = zk.OpenBackend(ctx, a.cfg.BZID, a.opts.ZK); err != nil {

@@ -31,6 +31,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/monolith-go/monolith/internal/zk"
 	tfspb "github.com/monolith-go/monolith/schemas/tfservingpb"
 	"github.com/monolith-go/monolith/serving/config"
@@ -745,11 +747,11 @@ type TFSMonitor struct {
 }
 
 // NewTFSMonitor dials the deployment's TF Serving processes at host (dense only with
-// dense_alone).
-func NewTFSMonitor(cfg config.AgentConfig, host string) (*TFSMonitor, error) {
+// dense_alone), with opts besides the defaults (credentials when they serve TLS).
+func NewTFSMonitor(cfg config.AgentConfig, host string, opts ...grpc.DialOption) (*TFSMonitor, error) {
 	m := &TFSMonitor{byKind: map[string]*tfs.Monitor{}}
 	add := func(kind string, port int) error {
-		mon, err := tfs.DialMonitor(net.JoinHostPort(host, strconv.Itoa(port)))
+		mon, err := tfs.DialMonitor(net.JoinHostPort(host, strconv.Itoa(port)), opts...)
 		if err != nil {
 			m.Close()
 			return fmt.Errorf("serving/replica: %w", err)
