@@ -30,8 +30,14 @@ import (
 // serveBatches are the request sizes of the serving section.
 var serveBatches = []int{1, 32, 256}
 
-// serveVocab is the fids per feature of the serving section's data.
-const serveVocab = 1 << 20
+// serveVocab is the fids per feature of the serving section's data, and serveScale its
+// rows in units of the training section's 1× input: enough distinct fids that the served
+// tables dwarf the fixed cost of a loaded version (its configs and per-worker steps, about
+// 1 MB).
+const (
+	serveVocab = 1 << 20
+	serveScale = 4
+)
 
 // serve measures a model exported by training (train.ExportModel) as `monolith serve` runs
 // it: Predict throughput and latency over gRPC on 127.0.0.1 against the same version's
@@ -40,7 +46,7 @@ const serveVocab = 1 << 20
 func (r *run) serve(ctx context.Context) error {
 	dir := filepath.Join(r.tmp, "serve")
 	// A large vocabulary, so that the served tables dwarf the fixed costs of a version.
-	if err := trainData(ctx, dir, r.sz.trainRows, r.sz.trainFiles, serveVocab); err != nil {
+	if err := trainData(ctx, dir, serveScale*r.sz.trainRows, serveScale*r.sz.trainFiles, serveVocab); err != nil {
 		return fmt.Errorf("serve data: %w", err)
 	}
 	c, exp, sv, err := r.servedModel(ctx, dir, "fp32", "", 1.3)
@@ -48,8 +54,8 @@ func (r *run) serve(ctx context.Context) error {
 		return err
 	}
 	base := filepath.Dir(filepath.Dir(exp.Dir))
-	r.res.Inputs = append(r.res.Inputs, fmt.Sprintf("serve: the training section's planted FM at 1× (%d rows) with %d fids per feature, one epoch, exported (%d rows in %d tables, fp32, %d bytes; and again with fp16 storage) and served by monolith serve's loader; requests of %v rows of its data, one client, over gRPC on 127.0.0.1 and in process",
-		r.sz.trainRows, serveVocab, exp.Entries, exp.Tables, exp.Bytes, serveBatches))
+	r.res.Inputs = append(r.res.Inputs, fmt.Sprintf("serve: the training section's planted FM at %d× (%d rows) with %d fids per feature, one epoch, exported (%d rows in %d tables, fp32, %d bytes; and again with fp16 storage) and served by monolith serve's loader; requests of %v rows of its data, one client, over gRPC on 127.0.0.1 and in process",
+		serveScale, serveScale*r.sz.trainRows, serveVocab, exp.Entries, exp.Tables, exp.Bytes, serveBatches))
 	// The same training with every sparse segment stored as fp16.
 	if _, _, _, err := r.servedModel(ctx, dir, "fp16", `{"fp16": {}}`, 0.7); err != nil {
 		return err

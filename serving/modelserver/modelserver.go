@@ -4,12 +4,12 @@
 package modelserver
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -200,36 +200,27 @@ func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedT
 // row is the stored bytes of row i.
 func (t *servedTable) row(i int) []byte { return t.enc[i*t.vb : (i+1)*t.vb] }
 
-// sortRows sorts the loaded fids, moving their rows along (in place, by cycles of the
-// permutation, so that no second copy of the rows is made).
+// sortRows sorts the loaded fids, moving their rows along, in place: no permutation or
+// second copy of the rows is made, so loading an unsorted table takes no memory beyond
+// the table's own.
 func (t *servedTable) sortRows() {
-	perm := make([]int32, len(t.fids))
-	for i := range perm {
-		perm[i] = int32(i)
-	}
-	slices.SortFunc(perm, func(a, b int32) int { return cmp.Compare(t.fids[a], t.fids[b]) })
-	tmp := make([]byte, t.vb)
-	for start := range perm {
-		if perm[start] < 0 || int(perm[start]) == start {
-			continue
-		}
-		// Position i takes the row at perm[i]; follow the cycle from start.
-		copy(tmp, t.row(start))
-		fid0 := t.fids[start]
-		i := start
-		for {
-			src := int(perm[i])
-			perm[i] = -1
-			if src == start {
-				copy(t.row(i), tmp)
-				t.fids[i] = fid0
-				break
-			}
-			copy(t.row(i), t.row(src))
-			t.fids[i] = t.fids[src]
-			i = src
-		}
-	}
+	sort.Sort(byFid{t, make([]byte, t.vb)})
+}
+
+// byFid sorts a servedTable's loaded fids and rows together.
+type byFid struct {
+	t   *servedTable
+	tmp []byte // one row
+}
+
+func (s byFid) Len() int           { return len(s.t.fids) }
+func (s byFid) Less(i, j int) bool { return s.t.fids[i] < s.t.fids[j] }
+func (s byFid) Swap(i, j int) {
+	t := s.t
+	t.fids[i], t.fids[j] = t.fids[j], t.fids[i]
+	copy(s.tmp, t.row(i))
+	copy(t.row(i), t.row(j))
+	copy(t.row(j), s.tmp)
 }
 
 // find is the row of fid, or -1. t.mu is held.
