@@ -315,19 +315,23 @@ func (c *Chunk) decode() (arrow.RecordBatch, error) {
 		}
 		return out, nil
 	case batch.SourceExample:
-		exs := make([]*examplepb.Example, len(c.recs))
-		for i, cr := range c.recs {
-			ex := &examplepb.Example{}
-			if err := proto.Unmarshal(c.buf[start:cr.end], ex); err != nil {
-				return nil, fail(i, fmt.Errorf("parse Example: %w", err))
-			}
-			if c.overwrite {
-				ex.DataSourceKey = cr.dsk
-			}
-			exs[i], start = ex, cr.end
+		records := make([][]byte, len(c.recs))
+		var keys []uint32
+		if c.overwrite {
+			keys = make([]uint32, len(c.recs))
 		}
-		rec, err := batch.FromExamples(o.Mem, exs, o.Batch...)
-		if err != nil {
+		for i, cr := range c.recs {
+			records[i], start = c.buf[start:cr.end], cr.end
+			if keys != nil {
+				keys[i] = cr.dsk
+			}
+		}
+		rec, err := batch.DecodeExamples(o.Mem, records, keys, o.Batch...)
+		var re *batch.RecordError
+		switch {
+		case errors.As(err, &re):
+			return nil, fail(re.Record, re.Err)
+		case err != nil:
 			return nil, &Error{File: c.file, Record: c.recs[0].index, Offset: -1, Err: fmt.Errorf("records %d and on: %w", c.recs[0].index, err)}
 		}
 		return rec, nil

@@ -199,7 +199,8 @@ func (rb *recordBuilder) wireList(b []byte, n int) (string, *featureCol, error) 
 }
 
 // buildWire builds the column of validated cells directly into Arrow buffers: it counts the
-// values first, so every buffer is allocated once at its final size.
+// values first, so every buffer is allocated once at its final size. Cells of a null kind
+// (unset, no_feature, absent) become nulls of that kind.
 func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 	if !littleEndian {
 		return errSlowList // the copies below assume little-endian memory, like the wire
@@ -214,7 +215,7 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 	for i, cell := range cells {
 		k := cell.kind
 		c.kinds[i] = k
-		if k == KindUnset {
+		if !k.IsValue() { // unset, or an Example's no_feature or absent cell
 			nulls++
 			continue
 		}
@@ -259,7 +260,7 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 	pos := 0
 	for i, cell := range cells {
 		offs[i] = int32(pos)
-		if cell.kind == KindUnset {
+		if !cell.kind.IsValue() {
 			continue
 		}
 		if valid != nil {

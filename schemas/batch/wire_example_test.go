@@ -1,0 +1,487 @@
+package batch
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/matrixpb"
+	"github.com/monolith-go/monolith/schemas/prototest"
+)
+
+// DecodeExamplesWire exposes the fast path alone to the external tests of this package.
+var DecodeExamplesWire = func(mem memory.Allocator, records [][]byte, keys []uint32) (arrow.RecordBatch, bool) {
+	return decodeExamplesWire(mem, records, keys, nil)
+}
+
+// sameDecodes fails the test unless the wire and message paths both failed with the same
+// error or both gave equal batches (schema and its metadata included, NaNs equal). It
+// releases the batches.
+func sameDecodes(t testing.TB, fast arrow.RecordBatch, ferr error, slow arrow.RecordBatch, serr error) {
+	t.Helper()
+	if ferr != nil || serr != nil {
+		if ferr == nil {
+			fast.Release()
+		}
+		if serr == nil {
+			slow.Release()
+		}
+		if ferr == nil || serr == nil || ferr.Error() != serr.Error() {
+			t.Fatalf("errors differ:\nwire    %v\nmessage %v", ferr, serr)
+		}
+		return
+	}
+	defer fast.Release()
+	defer slow.Release()
+	if !fast.Schema().Equal(slow.Schema()) || !fast.Schema().Metadata().Equal(slow.Schema().Metadata()) ||
+		!array.RecordApproxEqual(fast, slow, array.WithNaNsEqual(true), array.WithAbsTolerance(0)) {
+		t.Fatalf("batches differ:\nwire    %v\nmessage %v", fast, slow)
+	}
+}
+
+// diffExamples decodes records on both paths and compares the results; it reports whether
+// the wire path decoded them itself. Valid batches must also convert back to byte-identical
+// Examples (float bits included).
+func diffExamples(t testing.TB, records [][]byte, keys []uint32, opts ...Option) (wire bool) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	if rec, ok := decodeExamplesWire(mem, records, keys, opts); ok {
+		rec.Release()
+		wire = true
+	}
+	fast, ferr := DecodeExamples(mem, records, keys, opts...)
+	slow, serr := slowExamples(mem, records, keys, opts)
+	if ferr == nil && serr == nil {
+		fb, ferr2 := ToExamples(fast)
+		sb, serr2 := ToExamples(slow)
+		switch {
+		case (ferr2 == nil) != (serr2 == nil):
+			t.Errorf("ToExamples: wire %v, message %v", ferr2, serr2)
+		case ferr2 == nil:
+			for i := range fb {
+				if !bytes.Equal(mustMarshal(t, fb[i]), mustMarshal(t, sb[i])) {
+					t.Errorf("row %d converts back differently:\nwire    %v\nmessage %v", i, fb[i], sb[i])
+				}
+			}
+		}
+	}
+	sameDecodes(t, fast, ferr, slow, serr)
+	return wire
+}
+
+// Feature cells.
+func fidV1(v ...uint64) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_FidV1List{FidV1List: &examplepb.FidList{Value: v}}}
+}
+
+func fidV2(v ...uint64) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_FidV2List{FidV2List: &examplepb.FidList{Value: v}}}
+}
+
+func floats(v ...float32) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_FloatList{FloatList: &examplepb.FloatList{Value: v}}}
+}
+
+func int64s(v ...int64) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_Int64List{Int64List: &examplepb.Int64List{Value: v}}}
+}
+
+func byteStrings(v ...string) *examplepb.Feature {
+	bl := &examplepb.BytesList{}
+	for _, s := range v {
+		bl.Value = append(bl.Value, []byte(s))
+	}
+	return &examplepb.Feature{Type: &examplepb.Feature_BytesList{BytesList: bl}}
+}
+
+// rawField appends one field to a serialized message: a []byte value is length-delimited,
+// a uint64 a varint, a uint32 fixed32.
+func rawField(b []byte, num protowire.Number, v any) []byte {
+	switch v := v.(type) {
+	case []byte:
+		return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
+	case uint64:
+		return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
+	case uint32:
+		return protowire.AppendFixed32(protowire.AppendTag(b, num, protowire.Fixed32Type), v)
+	}
+	panic("rawField: unsupported value")
+}
+
+func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// kindsExamples covers what the wire path decodes and what it hands to Feature messages:
+// every common kind with v1 signature bits, mixed v1/v2 cells, empty lists, unset cells,
+// NamedFeatures without a Feature, features missing from rows, all-null columns, ids and
+// sorted ids, the reserved names as ordinary features, other kinds, labels, weights,
+// LineIds (absent, empty, with unknown fields) and data source keys.
+func kindsExamples() []*examplepb.Example {
+	nan := float32(math.NaN())
+	return []*examplepb.Example{
+		{NamedFeature: []*examplepb.NamedFeature{
+			{Name: "v1", Id: 3, Feature: fidV1(1<<60|5, 7, 1023<<54|0x3f<<48|9)},
+			{Name: "v2", Feature: fidV2(1, 2)},
+			{Name: "f", Feature: floats(1.5, nan, float32(math.Inf(-1)), float32(math.Copysign(0, -1)))},
+			{Name: "i", Feature: int64s(-1, 1<<40, 0, math.MinInt64)},
+			{Name: "empty", Feature: fidV2()},
+			{Name: "unset", Feature: &examplepb.Feature{}},
+			{Name: "nofeat"},
+			{Name: "mixed", Feature: fidV1(3 | 1<<50)},
+			{Name: "bytes", Feature: byteStrings("a", "b")},
+			{Name: "one_bytes", Feature: byteStrings("x")},
+			{Name: "dbl", Feature: &examplepb.Feature{Type: &examplepb.Feature_DoubleList{DoubleList: &examplepb.DoubleList{Value: []float64{1, math.NaN()}}}}},
+			{Name: "seq", Feature: &examplepb.Feature{Type: &examplepb.Feature_FidV2Lists{FidV2Lists: &examplepb.FidLists{List: []*examplepb.FidList{{Value: []uint64{1}}, {}}}}}},
+			{Name: "scalar", Feature: &examplepb.Feature{Type: &examplepb.Feature_Int64Value{Int64Value: -7}}},
+			{Name: "sorted", Id: 1, SortedId: 9, Feature: fidV2(4)},
+			{Name: "neg_id", Id: -5, Feature: floats()},
+			{Name: "", Feature: int64s(1)},
+			{Name: ListLabel, Feature: floats(1)},
+			{Name: ListLineID, Feature: byteStrings(string(prototest.LineID(rand.New(rand.NewPCG(1, 1)))))},
+			{Name: ListInstanceWeight, Feature: floats(0.25)},
+		}, Label: []float32{1, 0, nan}, InstanceWeight: 0.5, DataSourceKey: 4,
+			LineId: &matrixpb.LineId{Uid: proto.Uint64(1), ReqTime: proto.Int64(-3), Actions: []int32{1, -2}, Rank: proto.Int32(-1),
+				SampleRate: proto.Float32(0.5), SpecialStrategies: []int32{4, 5}, IsDraw: proto.Bool(true), UserId: proto.String("u")}},
+		{NamedFeature: []*examplepb.NamedFeature{
+			{Name: "late", Feature: int64s(3)},
+			{Name: "f", Feature: floats()},
+			{Name: "mixed", Feature: fidV2(4)},
+			{Name: "v1", Id: 3},
+			{Name: "unset", Feature: &examplepb.Feature{}},
+			{Name: "i", Feature: &examplepb.Feature{}},
+			{Name: "bytes", Feature: byteStrings()},
+			{Name: "nofeat"},
+		}, LineId: &matrixpb.LineId{}, InstanceWeight: float32(math.Inf(1))},
+		{}, // every feature absent, no label, no LineId
+		{NamedFeature: []*examplepb.NamedFeature{{Name: "v2", Feature: fidV2(1 << 62)}, {Name: "v1", Id: 3, Feature: fidV1()}},
+			Label: []float32{}, DataSourceKey: math.MaxUint32},
+	}
+}
+
+// lineIDExample returns an Example record with one feature and the given LineId bytes.
+func lineIDExample(t testing.TB, lineID []byte) []byte {
+	b := mustMarshal(t, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}, Label: []float32{1}})
+	return rawField(b, exLineID, lineID)
+}
+
+// lineIDCases are serialized LineIds and whether they are in canonical encoding; ok is
+// false when they do not parse.
+func lineIDCases(t testing.TB) []struct {
+	name      string
+	b         []byte
+	canonical bool
+	ok        bool
+} {
+	m := func(l *matrixpb.LineId) []byte { return mustMarshal(t, l) }
+	unknown := rawField(nil, 300, []byte("x"))
+	return []struct {
+		name      string
+		b         []byte
+		canonical bool
+		ok        bool
+	}{
+		{"empty", nil, true, true},
+		{"full", m(&matrixpb.LineId{Uid: proto.Uint64(1), ReqTime: proto.Int64(2), ItemId: proto.Uint64(3), Actions: []int32{1, -1},
+			Chnid: proto.Int64(-4), PreActions: []int32{7}, SampleRate: proto.Float32(0.25), SpecialStrategies: []int32{-3, 8},
+			DeviceType: proto.String("d"), Cid: proto.String("c"), UserId: proto.String("u"), IsDraw: proto.Bool(false),
+			Rank: proto.Int32(math.MinInt32), DataSourceName: proto.String("s")}), true, true},
+		{"zero values kept", m(&matrixpb.LineId{ReqTime: proto.Int64(0), IsDraw: proto.Bool(false), SampleRate: proto.Float32(0)}), true, true},
+		{"prototest", prototest.LineID(rand.New(rand.NewPCG(2, 3))), true, true},
+		{"unknown last", cat(m(&matrixpb.LineId{ReqTime: proto.Int64(2)}), unknown), true, true},
+		{"unknown group", cat(m(&matrixpb.LineId{ReqTime: proto.Int64(2)}), []byte{0x93, 0x03, 0x08, 0x01, 0x94, 0x03}), true, true},
+		{"invalid UTF-8 (proto2 keeps it)", m(&matrixpb.LineId{UserId: proto.String("\xff\xfe")}), true, true},
+		{"NaN payload", rawField(nil, LineIDNumSampleRate, uint32(0x7fc00001)), true, true},
+		{"unknown first", cat(unknown, m(&matrixpb.LineId{ReqTime: proto.Int64(2)})), false, true},
+		{"out of order", cat(m(&matrixpb.LineId{ReqTime: proto.Int64(2)}), m(&matrixpb.LineId{Uid: proto.Uint64(1)})), false, true},
+		{"twice", cat(m(&matrixpb.LineId{ReqTime: proto.Int64(2)}), m(&matrixpb.LineId{ReqTime: proto.Int64(3)})), false, true},
+		{"long varint", []byte{0x18, 0x81, 0x00}, false, true},
+		{"long tag", []byte{0x98, 0x00, 0x01}, false, true},
+		{"long length", []byte{0xca, 0x02, 0x81, 0x00, 'u'}, false, true},
+		{"rank in 5 bytes", rawField(nil, LineIDNumRank, uint64(math.MaxUint32)), false, true},
+		{"bool 2", rawField(nil, LineIDNumIsDraw, uint64(2)), false, true},
+		{"actions unpacked", rawField(nil, LineIDNumActions, uint64(1)), false, true},
+		{"actions empty", rawField(nil, LineIDNumActions, []byte{}), false, true},
+		{"actions long element", rawField(nil, LineIDNumActions, []byte{0x81, 0x00}), false, true},
+		{"strategies packed", rawField(nil, LineIDNumSpecialStrategies, []byte{1, 2}), false, true},
+		{"strategies split", cat(rawField(nil, LineIDNumSpecialStrategies, uint64(1)), rawField(nil, LineIDNumDeviceType, []byte("d")),
+			rawField(nil, LineIDNumSpecialStrategies, uint64(2))), false, true},
+		{"uid as varint (unknown)", rawField(nil, LineIDNumUID, uint64(1)), false, true},
+		{"actions as fixed32 (unknown, unscannable)", rawField(nil, LineIDNumActions, uint32(1)), false, true},
+		{"truncated", []byte{0x18}, false, false},
+		{"field number too large", rawField(nil, protowire.MaxValidNumber+1, uint64(1)), false, false},
+		{"end group", []byte{0x94, 0x03}, false, false},
+	}
+}
+
+func TestCanonicalLineID(t *testing.T) {
+	var m matrixpb.LineId
+	for _, tc := range lineIDCases(t) {
+		if got := canonicalLineID(tc.b); got != tc.canonical {
+			t.Errorf("%s: canonicalLineID = %v, want %v", tc.name, got, tc.canonical)
+		}
+		b, err := reencodeLineID(&m, tc.b)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: re-encoding error %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if tc.canonical && !bytes.Equal(b, tc.b) {
+			t.Errorf("%s: canonical but re-encodes differently:\n got %x\nwant %x", tc.name, b, tc.b)
+		}
+	}
+	rng := rand.New(rand.NewPCG(4, 5))
+	for range 200 {
+		if b := prototest.LineID(rng); !canonicalLineID(b) {
+			t.Fatalf("prototest.LineID %x is not canonical", b)
+		}
+	}
+}
+
+// TestDecodeExamples compares the wire and message paths on the repository's Example
+// generators, the golden fixture read as Examples, hand-made edge cases and inputs that
+// must fall back to the message path or fail.
+func TestDecodeExamples(t *testing.T) {
+	mk := func(exs ...*examplepb.Example) [][]byte { return marshalAll(t, exs) }
+	rng := rand.New(rand.NewPCG(11, 12))
+	fixture := func() [][]byte {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		defer mem.AssertSize(t, 0)
+		rec, err := FromExampleBatch(mem, fixtureBatch(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rec.Release()
+		exs, err := ToExamples(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mk(exs...)
+	}()
+	good := mustMarshal(t, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}})
+	nf := func(fields ...[]byte) []byte { return rawField(nil, exNamedFeature, cat(fields...)) }
+	name := func(s string) []byte { return rawField(nil, nfName, []byte(s)) }
+	feat := func(f *examplepb.Feature) []byte { return rawField(nil, nfFeature, mustMarshal(t, f)) }
+
+	cases := []struct {
+		name    string
+		records [][]byte
+		keys    []uint32
+		opts    []Option
+		wire    bool   // the wire path decodes them itself
+		err     string // the error contains this
+	}{
+		{"one row", mk(kindsExamples()[0]), nil, nil, true, ""},
+		{"kinds", mk(kindsExamples()...), nil, nil, true, ""},
+		{"kinds without LineId fields", mk(kindsExamples()...), nil, []Option{WithoutLineIDFields()}, true, ""},
+		{"kinds with keys", mk(kindsExamples()...), []uint32{9, 0, math.MaxUint32, 1}, nil, true, ""},
+		{"prototest 1 row", mk(prototest.Examples(rng, 1)...), nil, nil, true, ""},
+		{"prototest 7 rows, no raw", mk(withoutRaw(prototest.Examples(rng, 7))...), nil, nil, true, ""},
+		{"prototest 64 rows, no raw", mk(withoutRaw(prototest.Examples(rng, 64))...), nil, nil, true, ""},
+		{"prototest 64 rows, no raw, keys", mk(withoutRaw(prototest.Examples(rng, 64))...), make([]uint32, 64), nil, true, ""},
+		{"synthetic", mk(syntheticExamples(2, 50)...), nil, nil, true, ""},
+		{"golden fixture as Examples", fixture, nil, nil, true, ""},
+		{"empty records", [][]byte{nil, {}, nil}, nil, nil, true, ""},
+		{"empty NamedFeature", [][]byte{nf(), nf(name("x"))}, nil, nil, true, ""},
+		{"repeated scalars, last wins", [][]byte{cat(nf(name("a"), rawField(nil, nfID, uint64(1)), name("b"), rawField(nil, nfID, uint64(2)), feat(fidV2(1))),
+			rawField(nil, exDataSourceKey, uint64(1)), rawField(nil, exDataSourceKey, uint64(1<<33|2)),
+			rawField(nil, exInstanceWeight, uint32(1)), rawField(nil, exInstanceWeight, uint32(0x3f800000)))}, nil, nil, true, ""},
+		{"fields in any order", [][]byte{cat(rawField(nil, exLabel, []byte{0, 0, 0x80, 0x3f}), rawField(nil, exLineID, []byte{}),
+			nf(feat(floats(2)), rawField(nil, nfSortedID, uint64(3)), name("z")), good)}, nil, nil, true, ""},
+
+		// Fall back to the message path, with a result.
+		{"prototest 7 rows (raw feature)", mk(prototest.Examples(rng, 7)...), nil, nil, false, ""},
+		{"raw feature", [][]byte{good, mustMarshal(t, &examplepb.Example{NamedRawFeature: []*examplepb.NamedRawFeature{{Name: "r"}}})}, nil, nil, false, ""},
+		{"unknown Example field", [][]byte{good, cat(good, rawField(nil, 50, uint64(1)))}, nil, nil, false, ""},
+		{"two Features merge", [][]byte{nf(name("a"), feat(fidV2(1)), feat(fidV2(2)))}, nil, nil, false, ""},
+		{"two LineIds merge", [][]byte{cat(good, rawField(nil, exLineID, []byte{0x18, 1}), rawField(nil, exLineID, []byte{0x10 | 1, 0, 0, 0, 0, 0, 0, 0, 1}))}, nil, nil, false, ""},
+		{"label unpacked", [][]byte{cat(good, rawField(nil, exLabel, uint32(0x3f800000)))}, nil, nil, false, ""},
+		{"label twice", [][]byte{cat(good, rawField(nil, exLabel, []byte{0, 0, 0x80, 0x3f}), rawField(nil, exLabel, []byte{0, 0, 0, 0}))}, nil, nil, false, ""},
+		{"label as varint (unknown)", [][]byte{cat(good, rawField(nil, exLabel, uint64(1)))}, nil, nil, false, ""},
+		{"feature as varint (unknown)", [][]byte{cat(good, rawField(nil, exNamedFeature, uint64(1)))}, nil, nil, false, ""},
+
+		// Errors.
+		{"duplicate feature", [][]byte{good, cat(good, good)}, nil, nil, false, `feature "a" appears twice`},
+		{"ids differ", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Id: 1}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Id: 2}}}), nil, nil, false, "differ from earlier rows"},
+		{"sorted ids differ", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", SortedId: 1}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a"}}}), nil, nil, false, "differ from earlier rows"},
+		{"kinds clash", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: floats(1)}}}), nil, nil, false, "cannot share a column"},
+		{"kinds clash, second column", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "b", Feature: int64s(1)}, {Name: "a", Feature: fidV2(1)}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: floats(1)}, {Name: "b", Feature: floats(1)}}}), nil, nil, false, `feature "a"`},
+		{"bytes and fids clash", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: byteStrings("x")}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}}), nil, nil, false, "cannot share a column"},
+		{"unknown field in Feature", [][]byte{nf(name("a"), rawField(nil, nfFeature, rawField(mustMarshal(t, fidV2(1)), 99, uint64(1))))}, nil, nil, false, "unknown fields"},
+		{"unknown field in NamedFeature", [][]byte{nf(name("a"), rawField(nil, 9, uint64(1)))}, nil, nil, false, "unknown fields"},
+		{"column named like a canonical one", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: ColLabel}}}), nil, nil, false, "two columns"},
+		{"unscannable LineId", [][]byte{lineIDExample(t, rawField(nil, LineIDNumActions, uint32(1)))}, nil, nil, false, "cannot parse LineId"},
+		{"truncated record 2", [][]byte{good, good, good[:len(good)-1], {0xff}}, nil, nil, false, "record 2: parse Example"},
+		{"invalid UTF-8 name", [][]byte{good, nf(name("\xff"))}, nil, nil, false, "record 1: parse Example"},
+		{"label not whole floats", [][]byte{cat(good, rawField(nil, exLabel, []byte{1, 2, 3}))}, nil, nil, false, "record 0: parse Example"},
+		{"bad Feature", [][]byte{good, nf(name("a"), rawField(nil, nfFeature, []byte{0x0a, 0x05}))}, nil, nil, false, "record 1: parse Example"},
+		{"no records", nil, nil, nil, false, ""},
+	}
+	for _, lc := range lineIDCases(t) {
+		tc := cases[0]
+		tc.name, tc.records, tc.wire, tc.err = "LineId "+lc.name, [][]byte{good, lineIDExample(t, lc.b)}, lc.ok, ""
+		if !lc.ok {
+			tc.err = "record 1: parse Example"
+		}
+		if strings.Contains(lc.name, "unscannable") {
+			tc.wire, tc.err = false, "cannot parse LineId"
+		}
+		cases = append(cases, tc)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if wire := diffExamples(t, tc.records, tc.keys, tc.opts...); wire != tc.wire {
+				t.Errorf("wire path decoded the records: %v, want %v", wire, tc.wire)
+			}
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			rec, err := DecodeExamples(mem, tc.records, tc.keys, tc.opts...)
+			if err != nil {
+				if tc.err == "" || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %q, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			defer rec.Release()
+			if tc.err != "" {
+				t.Fatalf("no error, want one containing %q", tc.err)
+			}
+			if rec.NumRows() != int64(len(tc.records)) {
+				t.Fatalf("%d rows for %d records", rec.NumRows(), len(tc.records))
+			}
+		})
+	}
+}
+
+// TestDecodeExamplesKeys: keys replace every record's data_source_key (the readers' header
+// override), on the wire path as on the message path.
+func TestDecodeExamplesKeys(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	records := marshalAll(t, kindsExamples())
+	keys := []uint32{7, 0, math.MaxUint32, 3}
+	for _, keys := range [][]uint32{nil, keys} {
+		rec, ok := decodeExamplesWire(mem, records, keys, nil)
+		if !ok {
+			t.Fatal("the wire path did not decode the records")
+		}
+		col, ok := rec.Column(rec.Schema().FieldIndices(ColDataSourceKey)[0]).(*array.Uint32)
+		if !ok {
+			t.Fatalf("%s is %s", ColDataSourceKey, rec.Column(rec.Schema().FieldIndices(ColDataSourceKey)[0]).DataType())
+		}
+		want := []uint32{4, 0, 0, math.MaxUint32} // the messages' own keys
+		if keys != nil {
+			want = keys
+		}
+		for r, k := range want {
+			if col.Value(r) != k {
+				t.Errorf("keys %v: row %d data_source_key %d, want %d", keys, r, col.Value(r), k)
+			}
+		}
+		rec.Release()
+	}
+	if _, err := DecodeExamples(mem, records, keys[:2]); err == nil || !strings.Contains(err.Error(), "2 data source keys for 4 records") {
+		t.Errorf("short keys: %v", err)
+	}
+}
+
+// TestDecodeExamplesRecordError: a record that does not parse is a *RecordError naming it,
+// with the parse error the readers report.
+func TestDecodeExamplesRecordError(t *testing.T) {
+	good := mustMarshal(t, &examplepb.Example{Label: []float32{1}})
+	_, err := DecodeExamples(memory.NewGoAllocator(), [][]byte{good, good, {0x0a, 0x09}}, nil)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Record != 2 || !strings.HasPrefix(re.Err.Error(), "parse Example: ") {
+		t.Fatalf("error %v (%T), want a *RecordError for record 2", err, err)
+	}
+	if errors.Unwrap(err) != re.Err {
+		t.Errorf("RecordError does not unwrap to its parse error")
+	}
+}
+
+// TestDecodeExamplesAllocs: the wire path allocates per batch and per column, not per row.
+func TestDecodeExamplesAllocs(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	allocs := func(rows int) float64 {
+		records := marshalAll(t, syntheticExamples(3, rows))
+		return testing.AllocsPerRun(3, func() {
+			rec, err := DecodeExamples(mem, records, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		})
+	}
+	small, large := allocs(64), allocs(1024)
+	if perRow := (large - small) / (1024 - 64); perRow > 0.05 {
+		t.Errorf("%.0f allocations for 64 rows, %.0f for 1024: %.3f per row", small, large, perRow)
+	}
+	t.Logf("%.0f allocations for 64 rows, %.0f for 1024", small, large)
+}
+
+// splitRecords cuts fuzz input into records, each framed by a varint length; an invalid
+// length makes the rest one record.
+func splitRecords(data []byte) [][]byte {
+	var records [][]byte
+	for len(data) > 0 {
+		l, n := protowire.ConsumeVarint(data)
+		if n < 0 || l > uint64(len(data)-n) {
+			return append(records, data)
+		}
+		records = append(records, data[n:n+int(l)])
+		data = data[n+int(l):]
+	}
+	return records
+}
+
+func joinRecords(records [][]byte) []byte {
+	var b []byte
+	for _, r := range records {
+		b = protowire.AppendBytes(b, r)
+	}
+	return b
+}
+
+// FuzzDecodeExamples: the Example wire decoder gives exactly what the message path gives,
+// for valid and invalid input alike, with and without the data source key override.
+func FuzzDecodeExamples(f *testing.F) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, rows := range []int{1, 3} {
+		f.Add(joinRecords(marshalAll(f, prototest.Examples(rng, rows))), rows == 1)
+	}
+	f.Add(joinRecords(marshalAll(f, withoutRaw(prototest.Examples(rng, 4)))), false)
+	f.Add(joinRecords(marshalAll(f, kindsExamples())), false)
+	f.Add(joinRecords(marshalAll(f, kindsExamples()[:2])), true)
+	f.Add(joinRecords(marshalAll(f, syntheticExamples(4, 2))), false)
+	for _, lc := range lineIDCases(f) {
+		f.Add(joinRecords([][]byte{lineIDExample(f, lc.b)}), false)
+	}
+	f.Add([]byte{}, false)
+	f.Fuzz(func(t *testing.T, data []byte, override bool) {
+		records := splitRecords(data)
+		var keys []uint32
+		if override {
+			keys = make([]uint32, len(records))
+			for i := range keys {
+				keys[i] = uint32(i)*0x9e3779b9 + 1
+			}
+		}
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		defer mem.AssertSize(t, 0)
+		fast, ferr := DecodeExamples(mem, records, keys)
+		slow, serr := slowExamples(mem, records, keys, nil)
+		sameDecodes(t, fast, ferr, slow, serr)
+	})
+}
