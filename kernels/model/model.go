@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // ErrConfig is wrapped by every error of New; ErrInput by every error of Forward and
@@ -280,6 +283,7 @@ func (m *Model) fmForward(x, logits []float32) {
 }
 
 // mlpForward adds the MLP output to every row's logit, keeping every layer's activation.
+// Each layer is one matrix product over the batch (gonum's BLAS).
 func (m *Model) mlpForward(x, logits []float32) {
 	B := m.rows
 	act := m.scratch.act
@@ -289,21 +293,15 @@ func (m *Model) mlpForward(x, logits []float32) {
 		in, out := m.widths[l], m.widths[l+1]
 		w, bias := m.batch.Params[1+2*l], m.batch.Params[2+2*l]
 		act[l+1] = grow(act[l+1], B*out)
+		h := act[l+1]
 		for r := 0; r < B; r++ {
-			h := act[l+1][r*out : (r+1)*out]
-			copy(h, bias)
-			xr := act[l][r*in : (r+1)*in]
-			for i, xi := range xr {
-				if xi == 0 {
-					continue
-				}
-				axpy(h, w[i*out:(i+1)*out], xi)
-			}
-			if l+1 < L {
-				for j, e := range h {
-					if e < 0 {
-						h[j] = 0
-					}
+			copy(h[r*out:(r+1)*out], bias)
+		}
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, matrix(act[l], B, in), matrix(w, in, out), 1, matrix(h, B, out))
+		if l+1 < L {
+			for j, e := range h {
+				if e < 0 {
+					h[j] = 0
 				}
 			}
 		}
@@ -311,6 +309,11 @@ func (m *Model) mlpForward(x, logits []float32) {
 	for r := 0; r < B; r++ {
 		logits[r] += act[L][r]
 	}
+}
+
+// matrix is data as a rows × cols row-major matrix.
+func matrix(data []float32, rows, cols int) blas32.General {
+	return blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: data[:rows*cols]}
 }
 
 // Backward writes into g the gradients of the last Forward's inputs and parameters, given
@@ -352,7 +355,9 @@ func (m *Model) Backward(dlogits []float32, g Grads) error {
 	return nil
 }
 
-// mlpBackward backpropagates through the MLP, adding into the input gradient.
+// mlpBackward backpropagates through the MLP, adding into the input gradient. Per layer:
+// the weight gradient is xᵀ·dz, the bias gradient the column sums of dz, and the input
+// gradient dz·wᵀ (masked by the ReLU below the first layer), each one matrix product.
 func (m *Model) mlpBackward(dl []float32, g Grads) {
 	B := m.rows
 	L := len(m.widths) - 1
@@ -363,39 +368,24 @@ func (m *Model) mlpBackward(dl []float32, g Grads) {
 		in, out := m.widths[l], m.widths[l+1]
 		w := m.batch.Params[1+2*l]
 		gw, gb := g.Params[1+2*l], g.Params[2+2*l]
-		clear(gw)
+		d := matrix(dz[l+1], B, out)
+		blas32.Gemm(blas.Trans, blas.NoTrans, 1, matrix(act[l], B, in), d, 0, matrix(gw, in, out))
 		clear(gb)
-		var dprev []float32
+		for r := 0; r < B; r++ {
+			axpy(gb, dz[l+1][r*out:(r+1)*out], 1)
+		}
 		if l > 0 {
 			dz[l] = grow(dz[l], B*in)
-			dprev = dz[l]
-		} else {
-			dprev = g.In[m.vec] // already holds the FM part: add to it
-		}
-		for r := 0; r < B; r++ {
-			d := dz[l+1][r*out : (r+1)*out]
-			xr := act[l][r*in : (r+1)*in]
-			axpy(gb, d, 1)
-			dp := dprev[r*in : (r+1)*in]
-			for i, xi := range xr {
-				if xi != 0 {
-					axpy(gw[i*out:(i+1)*out], d, xi)
-				}
-				var acc float32
-				wi := w[i*out : (i+1)*out]
-				for j, dj := range d {
-					acc += wi[j] * dj
-				}
-				if l > 0 {
-					// ReLU: the activation is zero where the pre-activation was negative.
-					if xi <= 0 {
-						acc = 0
-					}
-					dp[i] = acc
-				} else {
-					dp[i] += acc
+			blas32.Gemm(blas.NoTrans, blas.Trans, 1, d, matrix(w, in, out), 0, matrix(dz[l], B, in))
+			// ReLU: the activation is zero where the pre-activation was negative.
+			for i, xi := range act[l][:B*in] {
+				if xi <= 0 {
+					dz[l][i] = 0
 				}
 			}
+		} else {
+			// g.In[m.vec] already holds the FM part: add to it.
+			blas32.Gemm(blas.NoTrans, blas.Trans, 1, d, matrix(w, in, out), 1, matrix(g.In[m.vec], B, in))
 		}
 	}
 }
