@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
@@ -73,23 +72,7 @@ func FuzzDecodeExampleBatch(f *testing.F) {
 		defer mem.AssertSize(t, 0)
 		fast, ferr := DecodeExampleBatch(mem, data)
 		slow, serr := slowExampleBatch(mem, data, nil)
-		if ferr != nil || serr != nil {
-			if ferr == nil {
-				fast.Release()
-			}
-			if serr == nil {
-				slow.Release()
-			}
-			if ferr == nil || serr == nil || ferr.Error() != serr.Error() {
-				t.Fatalf("errors differ:\nwire    %v\nmessage %v", ferr, serr)
-			}
-			return
-		}
-		defer fast.Release()
-		defer slow.Release()
-		if !fast.Schema().Equal(slow.Schema()) || !array.RecordApproxEqual(fast, slow, array.WithNaNsEqual(true), array.WithAbsTolerance(0)) {
-			t.Fatalf("batches differ:\nwire    %v\nmessage %v", fast, slow)
-		}
+		sameDecodes(t, fast, ferr, slow, serr)
 	})
 }
 
