@@ -220,7 +220,13 @@ func (r *run) servedModel(ctx context.Context, dir, storage, compress string, bo
 	runtime.KeepAlive(sv)
 
 	// The figure: the peak RSS a process takes to load the version, against the
-	// same process without it, each load in a fresh child.
+	// same process without it, each load in a fresh child. Below minRSSTable bytes of
+	// tables (the quick and tiny suites) the difference drowns in the processes' own
+	// variation of a few MB, and is not measured.
+	if raw < minRSSTable {
+		r.log.Info("serve: peak RSS not measured: tables too small", "bytes", raw, "min", minRSSTable)
+		return c, exp, sv, nil
+	}
 	var grown []float64
 	for range r.sz.reps {
 		var peak [2]int64
@@ -241,6 +247,10 @@ func (r *run) servedModel(ctx context.Context, dir, storage, compress string, bo
 		Note:   "peak RSS (VmHWM) of a fresh process that loads the version as monolith serve does, less that of the same process not loading it"})
 	return c, exp, sv, nil
 }
+
+// minRSSTable is the fp32 table bytes from which the serving section measures a loaded
+// version's peak RSS.
+const minRSSTable = 16 << 20
 
 // serveLoadChildFunc is the child.Func name of serveLoadChild.
 const serveLoadChildFunc = "serve-load"
