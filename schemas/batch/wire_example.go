@@ -495,6 +495,11 @@ func canonicalLineID(b []byte) bool {
 		}
 		enc, known := lineIDEncs[num]
 		if !known {
+			// The message path keeps an unknown field's value bytes but writes its tag
+			// afresh, in the shortest form.
+			if n != protowire.SizeTag(num) {
+				return false
+			}
 			m := protowire.ConsumeFieldValue(num, typ, b[n:])
 			if m < 0 {
 				return false
