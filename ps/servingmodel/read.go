@@ -63,11 +63,11 @@ func Open(dir string) (*Manifest, error) {
 		if err := protojson.Unmarshal(t.Config, &cfg); err != nil {
 			return nil, fmt.Errorf("%w: %s: table %q config: %v", ErrCorrupt, dir, t.Name, err)
 		}
-		codecs, segs, err := codecsOf(&cfg, t.Dim)
-		if err != nil || !slices.Equal(segs, t.Segments) || rowBytes(codecs, segs) != t.RowBytes || filepath.Base(t.File) != t.File {
+		spans, segs, err := spansOf(&cfg, t.Dim)
+		if err != nil || !slices.Equal(segs, t.Segments) || rowBytes(spans) != t.RowBytes || filepath.Base(t.File) != t.File {
 			return nil, fmt.Errorf("%w: %s: table %q: segments %v, row bytes %d, file %q disagree with its config (%v)", ErrCorrupt, dir, t.Name, t.Segments, t.RowBytes, t.File, err)
 		}
-		t.codecs = codecs
+		t.spans = spans
 	}
 	return &m, nil
 }

@@ -73,7 +73,7 @@ type Table struct {
 	// Config is the table's configuration with entry_type SERVING (spec/ps.md §2.2).
 	Config json.RawMessage `json:"config"`
 
-	codecs []compress.Codec
+	spans []span // from Segments and the config (Open, NewTable)
 }
 
 // Manifest describes a model version.
@@ -87,36 +87,49 @@ type Manifest struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// codecsOf are the storage codecs of a table config's segments (fp32 where none is set).
-func codecsOf(cfg *hashtablepb.EmbeddingHashTableConfig, dim int) ([]compress.Codec, []Segment, error) {
+// span is where one segment sits in a row: its values [at, at+dim) and their encoding by
+// c in the stored values' bytes [off, off+n).
+type span struct {
+	c               compress.Codec
+	at, dim, off, n int
+}
+
+// spansOf are the storage spans of a table config's segments (fp32 where no compressor
+// is set; one fp32 segment of dim values when the config has none), and the segments as
+// the manifest records them.
+func spansOf(cfg *hashtablepb.EmbeddingHashTableConfig, dim int) ([]span, []Segment, error) {
 	segs := cfg.GetEntryConfig().GetSegments()
-	if len(segs) == 0 {
-		return []compress.Codec{{}}, []Segment{{Dim: dim, Codec: "fp32"}}, nil
+	var comps []*hashtablepb.FloatCompressorConfig
+	var dims []int
+	for _, s := range segs {
+		comps, dims = append(comps, s.GetCompConfig()), append(dims, int(s.GetDimSize()))
 	}
-	var codecs []compress.Codec
+	if len(segs) == 0 {
+		comps, dims = []*hashtablepb.FloatCompressorConfig{nil}, []int{dim}
+	}
+	var spans []span
 	var out []Segment
-	total := 0
-	for i, s := range segs {
-		c, err := compress.NewCodec(s.GetCompConfig())
+	at, off := 0, 0
+	for i, comp := range comps {
+		c, err := compress.NewCodec(comp)
 		if err != nil {
 			return nil, nil, fmt.Errorf("segment %d: %w", i, err)
 		}
-		codecs = append(codecs, c)
-		out = append(out, Segment{Dim: int(s.GetDimSize()), Codec: c.Name()})
-		total += int(s.GetDimSize())
+		d := dims[i]
+		spans = append(spans, span{c: c, at: at, dim: d, off: off, n: c.Size(d)})
+		out = append(out, Segment{Dim: d, Codec: c.Name()})
+		at, off = at+d, off+c.Size(d)
 	}
-	if total != dim {
-		return nil, nil, fmt.Errorf("segments of %d values in all, the table dim is %d", total, dim)
+	if at != dim {
+		return nil, nil, fmt.Errorf("segments of %d values in all, the table dim is %d", at, dim)
 	}
-	return codecs, out, nil
+	return spans, out, nil
 }
 
-func rowBytes(codecs []compress.Codec, segs []Segment) int {
-	n := entryHeaderSize
-	for i, c := range codecs {
-		n += c.Size(segs[i].Dim)
-	}
-	return n
+// rowBytes is a stored row's size: the fid, then every span.
+func rowBytes(spans []span) int {
+	last := spans[len(spans)-1]
+	return entryHeaderSize + last.off + last.n
 }
 
 // Result is what Write wrote.
@@ -177,7 +190,7 @@ func Write(ctx context.Context, base, name string, version int64, spec Spec, src
 // NewTable describes the SERVING form of a table of dim values configured by cfg (its
 // codecs, row size and skip_zero_embedding), with no file or rows yet.
 func NewTable(name string, dim int, cfg *hashtablepb.EmbeddingHashTableConfig) (*Table, error) {
-	codecs, segs, err := codecsOf(cfg, dim)
+	spans, segs, err := spansOf(cfg, dim)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", name, err)
 	}
@@ -186,7 +199,7 @@ func NewTable(name string, dim int, cfg *hashtablepb.EmbeddingHashTableConfig) (
 		return nil, fmt.Errorf("table %q: %w", name, err)
 	}
 	return &Table{Name: name, Dim: dim, Segments: segs, SkipZero: cfg.GetSkipZeroEmbedding(), Config: cb,
-		RowBytes: rowBytes(codecs, segs), codecs: codecs}, nil
+		RowBytes: rowBytes(spans), spans: spans}, nil
 }
 
 // writeTables writes every table of src into tmp in SERVING form and records it in m.
@@ -249,23 +262,15 @@ func (t *Table) ValueBytes() int { return t.RowBytes - entryHeaderSize }
 
 // EncodeValues writes src (Dim values) into enc (ValueBytes) through the segments' codecs.
 func (t *Table) EncodeValues(enc []byte, src []float32) {
-	off, at := 0, 0
-	for i, c := range t.codecs {
-		d := t.Segments[i].Dim
-		n := c.Size(d)
-		c.Encode(enc[off:off+n], src[at:at+d])
-		off, at = off+n, at+d
+	for _, s := range t.spans {
+		s.c.Encode(enc[s.off:s.off+s.n], src[s.at:s.at+s.dim])
 	}
 }
 
 // DecodeValues reads Dim values from enc (ValueBytes, as EncodeValues writes them) into dst.
 func (t *Table) DecodeValues(enc []byte, dst []float32) {
-	off, at := 0, 0
-	for i, c := range t.codecs {
-		d := t.Segments[i].Dim
-		n := c.Size(d)
-		c.Decode(dst[at:at+d], enc[off:off+n])
-		off, at = off+n, at+d
+	for _, s := range t.spans {
+		s.c.Decode(dst[s.at:s.at+s.dim], enc[s.off:s.off+s.n])
 	}
 }
 

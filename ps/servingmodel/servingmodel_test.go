@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,3 +195,22 @@ func TestDamagedVersion(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func protojsonUnmarshal(b []byte, m proto.Message) error { return protojson.Unmarshal(b, m) }
+
+// TestTableWithoutSegments: a table config without segments stores its rows as fp32 (a
+// zero Codec once wrote nothing and took one byte per value).
+func TestTableWithoutSegments(t *testing.T) {
+	tb, err := NewTable("t", 3, &hashtablepb.EmbeddingHashTableConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.RowBytes != 8+12 || len(tb.Segments) != 1 || tb.Segments[0].Codec != "fp32" {
+		t.Fatalf("row bytes %d, segments %v; want 20 and one fp32 segment of 3", tb.RowBytes, tb.Segments)
+	}
+	want := []float32{1.5, -2.25, 1e-3}
+	enc, got := make([]byte, tb.ValueBytes()), make([]float32, 3)
+	tb.EncodeValues(enc, want)
+	tb.DecodeValues(enc, got)
+	if !slices.Equal(got, want) {
+		t.Errorf("read back %v, want %v", got, want)
+	}
+}
