@@ -98,7 +98,7 @@ func (l Loader) Load(ctx context.Context, name, dir string, v int64) (tfs.Servab
 	}
 	m.byName = map[string]*servedTable{}
 	for _, st := range m.tables {
-		m.byName[st.name] = st
+		m.byName[st.Name] = st
 	}
 	mspec := tmodel.Spec{Name: spec.Model, Bias: spec.Bias, Vec: spec.Vec, Hidden: spec.Hidden}
 	workers := l.Workers
@@ -155,20 +155,16 @@ func (l Loader) Load(ctx context.Context, name, dir string, v int64) (tfs.Servab
 // them. Sync assigns rows while requests read them. A row erased by skip_zero_embedding
 // reads as zeros.
 type servedTable struct {
-	name  string
-	dim   int
-	vb    int // bytes of one stored row
-	meta  *servingmodel.Table
-	mu    sync.RWMutex
-	fids  []uint64         // loaded, sorted
-	enc   []byte           // len(fids) loaded rows, then the added ones, vb bytes each
-	extra map[uint64]int32 // added fid → its row
-	gone  map[uint64]bool  // loaded fids erased since
+	*servingmodel.Table // name, dim, codecs and the stored row size (ValueBytes)
+	mu                  sync.RWMutex
+	fids                []uint64         // loaded, sorted
+	enc                 []byte           // len(fids) loaded rows, then the added ones, vb bytes each
+	extra               map[uint64]int32 // added fid → its row
+	gone                map[uint64]bool  // loaded fids erased since
 }
 
 func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedTable, error) {
-	vb := t.ValueBytes()
-	st := &servedTable{name: t.Name, dim: t.Dim, vb: vb, meta: t, fids: make([]uint64, 0, t.Entries), enc: make([]byte, 0, int(t.Entries)*vb)}
+	st := &servedTable{Table: t, fids: make([]uint64, 0, t.Entries), enc: make([]byte, 0, int(t.Entries)*t.ValueBytes())}
 	sorted := true
 	err := t.ScanEncoded(dir, func(fid int64, enc []byte) error {
 		if len(st.fids)&4095 == 0 {
@@ -198,13 +194,16 @@ func loadTable(ctx context.Context, dir string, t *servingmodel.Table) (*servedT
 }
 
 // row is the stored bytes of row i.
-func (t *servedTable) row(i int) []byte { return t.enc[i*t.vb : (i+1)*t.vb] }
+func (t *servedTable) row(i int) []byte {
+	vb := t.ValueBytes()
+	return t.enc[i*vb : (i+1)*vb]
+}
 
 // sortRows sorts the loaded fids, moving their rows along, in place: no permutation or
 // second copy of the rows is made, so loading an unsorted table takes no memory beyond
 // the table's own.
 func (t *servedTable) sortRows() {
-	sort.Sort(byFid{t, make([]byte, t.vb)})
+	sort.Sort(byFid{t, make([]byte, t.ValueBytes())})
 }
 
 // byFid sorts a servedTable's loaded fids and rows together.
@@ -240,11 +239,11 @@ func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	n := len(dst)
-	dst = slices.Grow(dst, len(fids)*t.dim)[:n+len(fids)*t.dim]
+	dst = slices.Grow(dst, len(fids)*t.Dim)[:n+len(fids)*t.Dim]
 	for k, f := range fids {
-		out := dst[n+k*t.dim : n+(k+1)*t.dim]
+		out := dst[n+k*t.Dim : n+(k+1)*t.Dim]
 		if i := t.find(f); i >= 0 {
-			t.meta.DecodeValues(t.row(i), out)
+			t.DecodeValues(t.row(i), out)
 		} else {
 			clear(out)
 		}
@@ -255,13 +254,13 @@ func (t *servedTable) rowsOf(fids []uint64, dst []float32) []float32 {
 // assign stores rows (len(fids)×dim values) as parameter sync pushes them: through the
 // table's codecs, an all-zero row erasing its fid where skip_zero_embedding is set.
 func (t *servedTable) assign(fids []int64, rows []float32) {
-	stored := make([]byte, t.vb)
+	stored := make([]byte, t.ValueBytes())
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, f := range fids {
 		u := uint64(f)
-		row := rows[i*t.dim : (i+1)*t.dim]
-		if t.meta.SkipZero && servingmodel.ZeroRow(row) {
+		row := rows[i*t.Dim : (i+1)*t.Dim]
+		if t.SkipZero && servingmodel.ZeroRow(row) {
 			if _, ok := slices.BinarySearch(t.fids, u); ok {
 				if t.gone == nil {
 					t.gone = map[uint64]bool{}
@@ -271,7 +270,7 @@ func (t *servedTable) assign(fids []int64, rows []float32) {
 			delete(t.extra, u)
 			continue
 		}
-		t.meta.EncodeValues(stored, row)
+		t.EncodeValues(stored, row)
 		if k, ok := slices.BinarySearch(t.fids, u); ok {
 			delete(t.gone, u)
 			copy(t.row(k), stored)
@@ -284,7 +283,7 @@ func (t *servedTable) assign(fids []int64, rows []float32) {
 		if t.extra == nil {
 			t.extra = map[uint64]int32{}
 		}
-		t.extra[u] = int32(len(t.enc) / t.vb)
+		t.extra[u] = int32(len(t.enc) / t.ValueBytes())
 		t.enc = append(t.enc, stored...)
 	}
 }
@@ -441,16 +440,16 @@ func (m *Model) assign(req *pb.PredictRequest) (*pb.PredictResponse, error) {
 		}
 		vals := req.GetInputs()[tname+"_value"]
 		if in.GetDtype() != tfcorepb.DataType_DT_INT64 || vals.GetDtype() != tfcorepb.DataType_DT_FLOAT ||
-			len(vals.GetFloatVal()) != len(in.GetInt64Val())*t.dim {
+			len(vals.GetFloatVal()) != len(in.GetInt64Val())*t.Dim {
 			return nil, status.Errorf(codes.InvalidArgument, "modelserver: %s: table %q: %d int64 ids and %d float values (dim %d)",
-				paramsync.Signature, tname, len(in.GetInt64Val()), len(vals.GetFloatVal()), t.dim)
+				paramsync.Signature, tname, len(in.GetInt64Val()), len(vals.GetFloatVal()), t.Dim)
 		}
 		parts = append(parts, part{t, in.GetInt64Val(), vals.GetFloatVal()})
 	}
 	resp := &pb.PredictResponse{Outputs: map[string]*tfcorepb.TensorProto{}}
 	for _, p := range parts {
 		p.t.assign(p.fids, p.vals)
-		resp.Outputs[p.t.name+"_result"] = &tfcorepb.TensorProto{Dtype: tfcorepb.DataType_DT_INT64, Int64Val: []int64{int64(len(p.fids))}, TensorShape: &tfcorepb.TensorShapeProto{}}
+		resp.Outputs[p.t.Name+"_result"] = &tfcorepb.TensorProto{Dtype: tfcorepb.DataType_DT_INT64, Int64Val: []int64{int64(len(p.fids))}, TensorShape: &tfcorepb.TensorShapeProto{}}
 	}
 	return resp, nil
 }

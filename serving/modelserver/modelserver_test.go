@@ -57,9 +57,9 @@ func TestSortedRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			fids := []uint64{9, 3, 7, 1, 5, 2}
-			st := &servedTable{dim: 2, vb: meta.ValueBytes(), meta: meta, fids: slices.Clone(fids)}
+			st := &servedTable{Table: meta, fids: slices.Clone(fids)}
 			for _, f := range fids {
-				row := make([]byte, st.vb)
+				row := make([]byte, meta.ValueBytes())
 				meta.EncodeValues(row, []float32{float32(f), -float32(f)})
 				st.enc = append(st.enc, row...)
 			}
