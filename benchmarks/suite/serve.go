@@ -177,8 +177,8 @@ func serveRequests(ctx context.Context, c *train.Config, sizes []int) ([]*pb.Pre
 // servedModel trains the serving section's model with its sparse segments stored as
 // compress says (a FloatCompressorConfig in JSON; "" for fp32), exports it as model
 // "bench" under dir/models-{storage}, loads it as monolith serve does, and records the
-// heap the loaded version takes against the table bytes the same rows take in fp32 (an
-// 8-byte fid and 4 bytes per value), with the target bound.
+// heap and the peak RSS (target bound) the loaded version takes against the bytes the same
+// rows take in fp32 (an 8-byte fid and 4 bytes per value).
 func (r *run) servedModel(ctx context.Context, dir, storage, compress string, bound float64) (*train.Config, *train.ExportedModel, tfs.Servable, error) {
 	c, err := trainConfig(dir, runtime.GOMAXPROCS(0), 2)
 	if err != nil {
@@ -233,6 +233,9 @@ func (r *run) servedModel(ctx context.Context, dir, storage, compress string, bo
 		for i, load := range []bool{false, true} {
 			var res serveLoadResult
 			u, err := child.Run(ctx, r.tmp, serveLoadChildFunc, serveLoadJob{Dir: exp.Dir, Version: exp.Version, Load: load}, &res)
+			if err == nil && res.Loaded != load {
+				err = fmt.Errorf("the child loaded: %v, asked: %v", res.Loaded, load)
+			}
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("serve: load child (%s): %w", storage, err)
 			}
@@ -263,7 +266,8 @@ type serveLoadJob struct {
 	Load    bool
 }
 
-type serveLoadResult struct{ Rows int }
+// serveLoadResult says whether the child loaded the version.
+type serveLoadResult struct{ Loaded bool }
 
 // serveLoadChild loads a version with monolith serve's loader and keeps it until its
 // peak RSS is read.
@@ -280,5 +284,5 @@ func serveLoadChild(ctx context.Context, spec json.RawMessage) (any, error) {
 		return nil, err
 	}
 	runtime.KeepAlive(sv)
-	return serveLoadResult{Rows: 1}, nil
+	return serveLoadResult{Loaded: true}, nil
 }

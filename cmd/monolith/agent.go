@@ -224,10 +224,8 @@ func tfsBinaryEnv(host string, tlsc tlsconf.Config) (getenv func(string) (string
 // when set, else a loopback agent_host as it is (the agent and the `monolith serve` it
 // runs bind it, so no other address reaches them), else the reference's local address.
 func advertisedIP(env config.Env, host string) string {
-	if v, ok := env(config.EnvHostIP); ok && v != "" {
-		return hostutil.LocalIP(env)
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	myIP, _ := env(config.EnvHostIP)
+	if ip := net.ParseIP(host); myIP == "" && ip != nil && ip.IsLoopback() {
 		return host
 	}
 	return hostutil.LocalIP(env)
