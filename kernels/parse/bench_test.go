@@ -13,6 +13,7 @@ import (
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 const (
@@ -66,21 +67,21 @@ func benchInput(tb testing.TB, mem memory.Allocator, src batch.Source, rows int)
 				l.Type, n = examplepb.FeatureListType_SHARED, 1
 			}
 			for range n {
-				l.Feature = append(l.Feature, fidV1(fids(i)...))
+				l.Feature = append(l.Feature, prototest.FidV1(fids(i)...))
 			}
 			eb.NamedFeatureList = append(eb.NamedFeatureList, l)
 		}
 		for i := range benchDense {
 			l := &examplepb.NamedFeatureList{Name: fmt.Sprint("f_dense_", i)}
 			for range rows {
-				l.Feature = append(l.Feature, floats(dense()...))
+				l.Feature = append(l.Feature, prototest.Floats(dense()...))
 			}
 			eb.NamedFeatureList = append(eb.NamedFeatureList, l)
 		}
 		lab, iw, lid := list("__LABEL__"), list("instance_weight"), list("__LINE_ID__")
 		for r := range rows {
-			lab.Feature = append(lab.Feature, floats(0, 1))
-			iw.Feature = append(iw.Feature, floats(rng.Float32()))
+			lab.Feature = append(lab.Feature, prototest.Floats(0, 1))
+			iw.Feature = append(iw.Feature, prototest.Floats(rng.Float32()))
 			lid.Feature = append(lid.Feature, lineBytes(line(r)))
 		}
 		eb.NamedFeatureList = append(eb.NamedFeatureList, lab, iw, lid)
@@ -90,10 +91,10 @@ func benchInput(tb testing.TB, mem memory.Allocator, src batch.Source, rows int)
 		for r := range exs {
 			ex := &examplepb.Example{Label: []float32{0, 1}, InstanceWeight: rng.Float32(), LineId: line(r)}
 			for i := range benchSparse {
-				ex.NamedFeature = append(ex.NamedFeature, nf(fmt.Sprint("f_sparse_", i), fidV1(fids(i)...)))
+				ex.NamedFeature = append(ex.NamedFeature, nf(fmt.Sprint("f_sparse_", i), prototest.FidV1(fids(i)...)))
 			}
 			for i := range benchDense {
-				ex.NamedFeature = append(ex.NamedFeature, nf(fmt.Sprint("f_dense_", i), floats(dense()...)))
+				ex.NamedFeature = append(ex.NamedFeature, nf(fmt.Sprint("f_dense_", i), prototest.Floats(dense()...)))
 			}
 			exs[r] = ex
 		}

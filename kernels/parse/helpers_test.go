@@ -173,34 +173,6 @@ func diffResult(got, want *result) string {
 
 // Message builders.
 
-func fidV1(v ...uint64) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_FidV1List{FidV1List: &examplepb.FidList{Value: v}}}
-}
-
-func fidV2(v ...uint64) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_FidV2List{FidV2List: &examplepb.FidList{Value: v}}}
-}
-
-func floats(v ...float32) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_FloatList{FloatList: &examplepb.FloatList{Value: v}}}
-}
-
-func doubles(v ...float64) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_DoubleList{DoubleList: &examplepb.DoubleList{Value: v}}}
-}
-
-func int64s(v ...int64) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_Int64List{Int64List: &examplepb.Int64List{Value: v}}}
-}
-
-func byteses(v ...string) *examplepb.Feature {
-	b := make([][]byte, len(v))
-	for i, s := range v {
-		b[i] = []byte(s)
-	}
-	return &examplepb.Feature{Type: &examplepb.Feature_BytesList{BytesList: &examplepb.BytesList{Value: b}}}
-}
-
 func unset() *examplepb.Feature { return &examplepb.Feature{} }
 
 func list(name string, cells ...*examplepb.Feature) *examplepb.NamedFeatureList {

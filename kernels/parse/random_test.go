@@ -166,9 +166,9 @@ func randExamples(rng *rand.Rand, rows int) []*examplepb.Example {
 			var f *examplepb.Feature
 			switch lineKind {
 			case 1:
-				f = byteses(string(prototest.LineID(rng)))
+				f = prototest.Bytes(string(prototest.LineID(rng)))
 			case 2:
-				f = byteses("\xff\x01")
+				f = prototest.Bytes("\xff\x01")
 			}
 			ex.NamedFeature = append(ex.NamedFeature, nf("__LINE_ID__", f))
 		}

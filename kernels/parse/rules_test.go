@@ -15,6 +15,7 @@ import (
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 var (
@@ -118,10 +119,10 @@ func TestMissingValueTable(t *testing.T) {
 		{name: "instance/sparse absent", rec: in(&parserpb.Instance{Feature: []*matrixpb.Feature{{Name: proto.String("fc_a"), Fid: []uint64{5}}}}, &parserpb.Instance{}),
 			sparse: sp("fc_a", "fc_b", "slot_9"),
 			want:   want{sparse: map[string][][]uint64{"fc_a": {{5}, nil}, "fc_b": {nil, nil}, "slot_9": {nil, nil}}}},
-		{name: "example/sparse absent", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("a", fidV2(5))}}, &examplepb.Example{}),
+		{name: "example/sparse absent", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("a", prototest.FidV2(5))}}, &examplepb.Example{}),
 			sparse: sp("a", "b"),
 			want:   want{sparse: map[string][][]uint64{"a": {{5}, nil}, "b": {nil, nil}}}},
-		{name: "examplebatch/sparse absent", rec: eb(2, list("a", fidV2(5), unset())),
+		{name: "examplebatch/sparse absent", rec: eb(2, list("a", prototest.FidV2(5), unset())),
 			sparse: sp("a", "b"),
 			want:   want{sparse: map[string][][]uint64{"a": {{5}, nil}, "b": {nil, nil}}}},
 		// dense float absent → 0
@@ -139,21 +140,21 @@ func TestMissingValueTable(t *testing.T) {
 			dense: []DenseFeature{f32d("d", 3)},
 			want:  want{f32: map[string][]float32{"d": {0, 0, 0, 0, 0, 0, 1, 2, 3}}}},
 		{name: "example/dense wrong length → first min(n,dim)", rec: ex(
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", floats(1, 2)), nf("e", doubles(1, 2, 3, 4))}},
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", floats(1, 2, 3, 4)), nf("e", doubles(1, 2))}}),
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Floats(1, 2)), nf("e", prototest.Doubles(1, 2, 3, 4))}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Floats(1, 2, 3, 4)), nf("e", prototest.Doubles(1, 2))}}),
 			dense: []DenseFeature{f32d("d", 3), f32d("e", 3)},
 			want:  want{f32: map[string][]float32{"d": {1, 2, 0, 1, 2, 3}, "e": {1, 2, 3, 1, 2, 0}}}},
-		{name: "examplebatch/dense wrong length → first min(n,dim)", rec: eb(2, list("d", floats(1, 2), floats(1, 2, 3, 4)), list("e", doubles(1, 2, 3, 4), doubles(1))),
+		{name: "examplebatch/dense wrong length → first min(n,dim)", rec: eb(2, list("d", prototest.Floats(1, 2), prototest.Floats(1, 2, 3, 4)), list("e", prototest.Doubles(1, 2, 3, 4), prototest.Doubles(1))),
 			dense: []DenseFeature{f32d("d", 3), f32d("e", 3)},
 			want:  want{f32: map[string][]float32{"d": {1, 2, 0, 1, 2, 3}, "e": {1, 2, 3, 1, 0, 0}}}},
 		// dense float dim 1, empty list
 		{name: "instance/dense dim1 empty → 0", rec: in(&parserpb.Instance{Feature: []*matrixpb.Feature{mf("d")}}),
 			dense: []DenseFeature{f32d("d", 1)}, want: want{f32: map[string][]float32{"d": {0}}}},
 		{name: "example/dense dim1 empty → FLT_MIN", rec: ex(
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", floats()), nf("e", doubles(2))}},
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", floats(3)), nf("e", doubles())}}),
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Floats()), nf("e", prototest.Doubles(2))}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Floats(3)), nf("e", prototest.Doubles())}}),
 			dense: []DenseFeature{f32d("d", 1), f32d("e", 1)}, want: want{f32: map[string][]float32{"d": {fmin, 3}, "e": {2, fmin}}}},
-		{name: "examplebatch/dense dim1 empty → FLT_MIN", rec: eb(2, list("d", floats(), floats(3)), list("e", doubles(2), doubles())),
+		{name: "examplebatch/dense dim1 empty → FLT_MIN", rec: eb(2, list("d", prototest.Floats(), prototest.Floats(3)), list("e", prototest.Doubles(2), prototest.Doubles())),
 			dense: []DenseFeature{f32d("d", 1), f32d("e", 1)}, want: want{f32: map[string][]float32{"d": {fmin, 3}, "e": {2, fmin}}}},
 		// label absent
 		{name: "instance/label absent → 0", rec: in(&parserpb.Instance{}), dense: []DenseFeature{f32d("label", 2)},
@@ -169,7 +170,7 @@ func TestMissingValueTable(t *testing.T) {
 			want: want{f32: map[string][]float32{"label": {5, 0, 0}}}},
 		{name: "example/label short → rest INVALID_LABEL", rec: ex(&examplepb.Example{Label: []float32{5}}), dense: []DenseFeature{f32d("label", 3)},
 			want: want{f32: map[string][]float32{"label": {5, inv, inv}}}},
-		{name: "examplebatch/label short → rest 0", rec: eb(1, list("__LABEL__", floats(5))), dense: []DenseFeature{f32d("label", 3)},
+		{name: "examplebatch/label short → rest 0", rec: eb(1, list("__LABEL__", prototest.Floats(5))), dense: []DenseFeature{f32d("label", 3)},
 			want: want{f32: map[string][]float32{"label": {5, 0, 0}}}},
 		// instance_weight absent
 		{name: "instance/weight absent → 1", rec: in(&parserpb.Instance{}, &parserpb.Instance{InstanceWeight: proto.Float32(-2)}),
@@ -238,29 +239,29 @@ func TestRules(t *testing.T) {
 	step := float32(2) / 255
 	cases := []ruleCase{
 		// ExampleBatch weights, labels and SHARED lists.
-		{name: "examplebatch/weight ≤ 0 or NaN → 1", rec: eb(4, list("instance_weight", floats(0.25), floats(-1), floats(0), floats(float32(math.NaN())))),
+		{name: "examplebatch/weight ≤ 0 or NaN → 1", rec: eb(4, list("instance_weight", prototest.Floats(0.25), prototest.Floats(-1), prototest.Floats(0), prototest.Floats(float32(math.NaN())))),
 			dense: []DenseFeature{f32d("instance_weight", 1)}, want: want{f32: map[string][]float32{"instance_weight": {0.25, 1, 1, 1}}}},
-		{name: "examplebatch/weight list of two values (feature column)", rec: eb(2, list("instance_weight", floats(3, 4), floats(-5))),
+		{name: "examplebatch/weight list of two values (feature column)", rec: eb(2, list("instance_weight", prototest.Floats(3, 4), prototest.Floats(-5))),
 			dense: []DenseFeature{f32d("instance_weight", 1)}, want: want{f32: map[string][]float32{"instance_weight": {3, 1}}}},
-		{name: "examplebatch/weight unset cell aborts", rec: eb(2, list("instance_weight", floats(3), unset())),
+		{name: "examplebatch/weight unset cell aborts", rec: eb(2, list("instance_weight", prototest.Floats(3), unset())),
 			dense: []DenseFeature{f32d("instance_weight", 1)}, err: `"instance_weight" row 1`},
-		{name: "examplebatch/weight bytes cell aborts", rec: eb(1, list("instance_weight", byteses("x"))),
+		{name: "examplebatch/weight bytes cell aborts", rec: eb(1, list("instance_weight", prototest.Bytes("x"))),
 			dense: []DenseFeature{f32d("instance_weight", 1)}, err: `"instance_weight" row 0`},
-		{name: "examplebatch/dim-1 label without value aborts", rec: eb(2, list("__LABEL__", floats(1), unset())),
+		{name: "examplebatch/dim-1 label without value aborts", rec: eb(2, list("__LABEL__", prototest.Floats(1), unset())),
 			dense: []DenseFeature{f32d("label", 1)}, err: `"__LABEL__" row 1`},
-		{name: "examplebatch/dim-2 label without value → 0", rec: eb(2, list("__LABEL__", floats(1), unset())),
+		{name: "examplebatch/dim-2 label without value → 0", rec: eb(2, list("__LABEL__", prototest.Floats(1), unset())),
 			dense: []DenseFeature{f32d("label", 2)}, want: want{f32: map[string][]float32{"label": {1, 0, 0, 0}}}},
-		{name: "examplebatch/__LABEL__ of other kinds reads no labels", rec: eb(2, list("__LABEL__", fidV1(3), unset())),
+		{name: "examplebatch/__LABEL__ of other kinds reads no labels", rec: eb(2, list("__LABEL__", prototest.FidV1(3), unset())),
 			dense: []DenseFeature{f32d("label", 2)}, want: want{f32: map[string][]float32{"label": {0, 0, 0, 0}}}},
-		{name: "examplebatch/__LABEL__ of other kinds, dim 1, aborts", rec: eb(2, list("__LABEL__", fidV1(3), unset())),
+		{name: "examplebatch/__LABEL__ of other kinds, dim 1, aborts", rec: eb(2, list("__LABEL__", prototest.FidV1(3), unset())),
 			dense: []DenseFeature{f32d("label", 1)}, err: `"__LABEL__" row 0`},
-		{name: "examplebatch/label list then __LABEL__ overlay", rec: eb(1, list("label", floats(1, 2, 3)), list("__LABEL__", floats(9))),
+		{name: "examplebatch/label list then __LABEL__ overlay", rec: eb(1, list("label", prototest.Floats(1, 2, 3)), list("__LABEL__", prototest.Floats(9))),
 			dense: []DenseFeature{f32d("label", 3)}, want: want{f32: map[string][]float32{"label": {9, 2, 3}}}},
-		{name: "examplebatch/__LABEL__ then label list overlay", rec: eb(1, list("__LABEL__", floats(9)), list("label", floats(1, 2))),
+		{name: "examplebatch/__LABEL__ then label list overlay", rec: eb(1, list("__LABEL__", prototest.Floats(9)), list("label", prototest.Floats(1, 2))),
 			dense: []DenseFeature{f32d("label", 3)}, want: want{f32: map[string][]float32{"label": {1, 2, 0}}}},
 		{name: "examplebatch/SHARED lists repeat into every row", rec: eb(3,
-			shared("s", fidV1(v1a, 1<<54|7)), list("i", fidV2(1), unset(), fidV2(2, 3)), shared("d", floats(4, 5)),
-			shared("__LABEL__", floats(8)), shared("instance_weight", floats(-1)), shared("__LINE_ID__", lineBytes(lineA))),
+			shared("s", prototest.FidV1(v1a, 1<<54|7)), list("i", prototest.FidV2(1), unset(), prototest.FidV2(2, 3)), shared("d", prototest.Floats(4, 5)),
+			shared("__LABEL__", prototest.Floats(8)), shared("instance_weight", prototest.Floats(-1)), shared("__LINE_ID__", lineBytes(lineA))),
 			sparse: sp("s", "i"),
 			dense:  []DenseFeature{f32d("d", 2), f32d("label", 1), f32d("instance_weight", 1)},
 			extra:  []ExtraFeature{{Name: "req_time", Dim: 1}, {Name: "user_id", Dim: 1}},
@@ -274,7 +275,7 @@ func TestRules(t *testing.T) {
 			sparse: sp("x"), want: want{sparse: map[string][][]uint64{"x": {nil, nil}}}},
 		{name: "examplebatch/__LINE_ID__ garbage aborts", rec: func(t testing.TB, mem memory.Allocator) arrow.RecordBatch {
 			rec, err := batch.FromExampleBatch(mem, &examplepb.ExampleBatch{BatchSize: 1, NamedFeatureList: []*examplepb.NamedFeatureList{
-				list("__LINE_ID__", byteses("\xff"))}}, batch.WithoutLineIDFields())
+				list("__LINE_ID__", prototest.Bytes("\xff"))}}, batch.WithoutLineIDFields())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,56 +285,56 @@ func TestRules(t *testing.T) {
 		{name: "examplebatch/__LINE_ID__ of two values reads the first", rec: eb(1, list("__LINE_ID__", &examplepb.Feature{Type: &examplepb.Feature_BytesList{
 			BytesList: &examplepb.BytesList{Value: [][]byte{lineBytes(lineB).GetBytesList().GetValue()[0], []byte("x")}}}})),
 			extra: []ExtraFeature{{Name: "req_time", Dim: 1}}, want: want{i64: map[string][]int64{"req_time": {6}}}},
-		{name: "examplebatch/bytes_list under a sparse name", rec: eb(1, list("s", byteses("a"))), sparse: sp("s"), err: "shape must be 1"},
-		{name: "examplebatch/float_list under a sparse name", rec: eb(2, list("s", unset(), floats(1))), sparse: sp("s"), err: `"s" row 1`},
+		{name: "examplebatch/bytes_list under a sparse name", rec: eb(1, list("s", prototest.Bytes("a"))), sparse: sp("s"), err: "shape must be 1"},
+		{name: "examplebatch/float_list under a sparse name", rec: eb(2, list("s", unset(), prototest.Floats(1))), sparse: sp("s"), err: `"s" row 1`},
 
 		// Example: ExtendExample and the named label / weight features.
 		{name: "example/__LABEL__ appends to labels", rec: ex(
-			&examplepb.Example{Label: []float32{1}, NamedFeature: []*examplepb.NamedFeature{nf("__LABEL__", floats(2, 3))}},
+			&examplepb.Example{Label: []float32{1}, NamedFeature: []*examplepb.NamedFeature{nf("__LABEL__", prototest.Floats(2, 3))}},
 			&examplepb.Example{Label: []float32{4}}),
 			dense: []DenseFeature{f32d("label", 4)}, want: want{f32: map[string][]float32{"label": {1, 2, 3, inv, 4, inv, inv, inv}}}},
 		{name: "example/__LABEL__ of another kind appends nothing", rec: ex(
-			&examplepb.Example{Label: []float32{1}, NamedFeature: []*examplepb.NamedFeature{nf("__LABEL__", fidV1(1))}}),
+			&examplepb.Example{Label: []float32{1}, NamedFeature: []*examplepb.NamedFeature{nf("__LABEL__", prototest.FidV1(1))}}),
 			dense: []DenseFeature{f32d("label", 2)}, want: want{f32: map[string][]float32{"label": {1, inv}}}},
 		{name: "example/named label wins, even unset", rec: ex(
-			&examplepb.Example{Label: []float32{9}, NamedFeature: []*examplepb.NamedFeature{nf("label", floats(7))}},
+			&examplepb.Example{Label: []float32{9}, NamedFeature: []*examplepb.NamedFeature{nf("label", prototest.Floats(7))}},
 			&examplepb.Example{Label: []float32{9}, NamedFeature: []*examplepb.NamedFeature{nf("label", unset())}},
 			&examplepb.Example{Label: []float32{9}, NamedFeature: []*examplepb.NamedFeature{{Name: "label"}}},
 			&examplepb.Example{Label: []float32{9}}),
 			dense: []DenseFeature{f32d("label", 1)}, want: want{f32: map[string][]float32{"label": {7, 0, 0, 9}}}},
 		{name: "example/named instance_weight is a dense float", rec: ex(
-			&examplepb.Example{InstanceWeight: 4, NamedFeature: []*examplepb.NamedFeature{nf("instance_weight", floats(-3))}},
-			&examplepb.Example{InstanceWeight: 4, NamedFeature: []*examplepb.NamedFeature{nf("instance_weight", floats())}},
+			&examplepb.Example{InstanceWeight: 4, NamedFeature: []*examplepb.NamedFeature{nf("instance_weight", prototest.Floats(-3))}},
+			&examplepb.Example{InstanceWeight: 4, NamedFeature: []*examplepb.NamedFeature{nf("instance_weight", prototest.Floats())}},
 			&examplepb.Example{InstanceWeight: 4, NamedFeature: []*examplepb.NamedFeature{nf("instance_weight", unset())}},
 			&examplepb.Example{InstanceWeight: 4}),
 			dense: []DenseFeature{f32d("instance_weight", 1)}, want: want{f32: map[string][]float32{"instance_weight": {-3, fmin, 0, 4}}}},
 		{name: "example/__LINE_ID__ replaces line_id", rec: ex(exLine(lineBytes(lineB)), &examplepb.Example{LineId: lineA}),
 			extra: []ExtraFeature{{Name: "req_time", Dim: 1}, {Name: "sample_rate", Dim: 1}, {Name: "chnid", Dim: 1}},
 			want:  want{i64: map[string][]int64{"req_time": {6, 5}, "chnid": {0, 7}}, f32: map[string][]float32{"sample_rate": {1, 0.25}}}},
-		{name: "example/unparsable __LINE_ID__ → defaults", rec: ex(exLine(byteses("\xff\xff"))),
+		{name: "example/unparsable __LINE_ID__ → defaults", rec: ex(exLine(prototest.Bytes("\xff\xff"))),
 			extra: []ExtraFeature{{Name: "req_time", Dim: 1}, {Name: "sample_rate", Dim: 1}},
 			want:  want{i64: map[string][]int64{"req_time": {0}}, f32: map[string][]float32{"sample_rate": {1}}}},
 		{name: "example/__LINE_ID__ without bytes crashes", rec: ex(exLine(unset())),
 			extra: []ExtraFeature{{Name: "req_time", Dim: 1}}, err: `"__LINE_ID__" row 0`},
-		{name: "example/float_list under a sparse name", rec: ex(&examplepb.Example{}, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", floats(1))}}),
+		{name: "example/float_list under a sparse name", rec: ex(&examplepb.Example{}, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", prototest.Floats(1))}}),
 			sparse: sp("s"), err: `"s" row 1`},
-		{name: "example/int64_list under a sparse name", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", int64s())}}),
+		{name: "example/int64_list under a sparse name", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", prototest.Int64s())}}),
 			sparse: sp("s"), err: `"s" row 0`},
-		{name: "example/empty int64 dim 1 aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", int64s())}}),
+		{name: "example/empty int64 dim 1 aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Int64s())}}),
 			dense: []DenseFeature{{Name: "d", Dim: 1, DType: Int64}}, err: "empty int64_list"},
-		{name: "example/int64 under a float name aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", int64s(1))}}),
+		{name: "example/int64 under a float name aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Int64s(1))}}),
 			dense: []DenseFeature{f32d("d", 2)}, err: `"d" row 0`},
-		{name: "example/float under an int64 name aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", floats(1))}}),
+		{name: "example/float under an int64 name aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Floats(1))}}),
 			dense: []DenseFeature{{Name: "d", Dim: 2, DType: Int64}}, err: `"d" row 0`},
-		{name: "example/fids under a dense name", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", fidV2(1))}}),
+		{name: "example/fids under a dense name", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.FidV2(1))}}),
 			dense: []DenseFeature{{Name: "d", Dim: 2, DType: Int64}}, err: `"d" row 0`},
-		{name: "example/empty bytes aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", byteses())}}),
+		{name: "example/empty bytes aborts", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Bytes())}}),
 			dense: []DenseFeature{{Name: "d", Dim: 1, DType: Bytes}}, err: "empty bytes_list"},
-		{name: "example/bytes under a float name", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", byteses("x"))}}),
+		{name: "example/bytes under a float name", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("d", prototest.Bytes("x"))}}),
 			dense: []DenseFeature{f32d("d", 1)}, err: `"d" row 0`},
 		{name: "example/int64 and bytes dense", rec: ex(
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("i", int64s(7)), nf("b", byteses("x", "y"))}},
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("i", int64s(1, 2, 3))}}),
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("i", prototest.Int64s(7)), nf("b", prototest.Bytes("x", "y"))}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("i", prototest.Int64s(1, 2, 3))}}),
 			dense: []DenseFeature{{Name: "i", Dim: 2, DType: Int64}, {Name: "b", Dim: 1, DType: Bytes}},
 			want:  want{i64: map[string][]int64{"i": {7, 0, 1, 2}}, str: map[string][]string{"b": {"x", ""}}}},
 		{name: "example/lists of lists and scalars read nothing", rec: ex(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{
@@ -342,8 +343,8 @@ func TestRules(t *testing.T) {
 			sparse: sp("s"), dense: []DenseFeature{f32d("d", 1)},
 			want: want{sparse: map[string][][]uint64{"s": {nil}}, f32: map[string][]float32{"d": {0}}}},
 		{name: "example/v1 and v2 cells in one column", rec: ex(
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", fidV1(v1a))}},
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", fidV2(v1a))}}),
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", prototest.FidV1(v1a))}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{nf("s", prototest.FidV2(v1a))}}),
 			sparse: sp("s"), want: want{sparse: map[string][][]uint64{"s": {{v2a}, {v1a}}}}},
 
 		// Extras.

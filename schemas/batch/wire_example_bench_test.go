@@ -29,7 +29,7 @@ func syntheticExamples(seed uint64, rows int) []*examplepb.Example {
 		for i := range v {
 			v[i] = uint64(slot)<<54 | rng.Uint64()&(1<<54-1)
 		}
-		return &examplepb.Feature{Type: &examplepb.Feature_FidV1List{FidV1List: &examplepb.FidList{Value: v}}}
+		return prototest.FidV1(v...)
 	}
 	shared := make([]*examplepb.Feature, 5)
 	for i := range shared {

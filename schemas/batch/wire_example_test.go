@@ -81,29 +81,6 @@ func diffExamples(t testing.TB, records [][]byte, keys []uint32, opts ...Option)
 }
 
 // Feature cells.
-func fidV1(v ...uint64) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_FidV1List{FidV1List: &examplepb.FidList{Value: v}}}
-}
-
-func fidV2(v ...uint64) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_FidV2List{FidV2List: &examplepb.FidList{Value: v}}}
-}
-
-func floats(v ...float32) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_FloatList{FloatList: &examplepb.FloatList{Value: v}}}
-}
-
-func int64s(v ...int64) *examplepb.Feature {
-	return &examplepb.Feature{Type: &examplepb.Feature_Int64List{Int64List: &examplepb.Int64List{Value: v}}}
-}
-
-func byteStrings(v ...string) *examplepb.Feature {
-	bl := &examplepb.BytesList{}
-	for _, s := range v {
-		bl.Value = append(bl.Value, []byte(s))
-	}
-	return &examplepb.Feature{Type: &examplepb.Feature_BytesList{BytesList: bl}}
-}
 
 // rawField appends one field to a serialized message: a []byte value is length-delimited,
 // a uint64 a varint, a uint32 fixed32.
@@ -130,47 +107,47 @@ func kindsExamples() []*examplepb.Example {
 	nan := float32(math.NaN())
 	return []*examplepb.Example{
 		{NamedFeature: []*examplepb.NamedFeature{
-			{Name: "v1", Id: 3, Feature: fidV1(1<<60|5, 7, 1023<<54|0x3f<<48|9)},
-			{Name: "v2", Feature: fidV2(1, 2)},
-			{Name: "f", Feature: floats(1.5, nan, float32(math.Inf(-1)), float32(math.Copysign(0, -1)))},
-			{Name: "i", Feature: int64s(-1, 1<<40, 0, math.MinInt64)},
-			{Name: "empty", Feature: fidV2()},
+			{Name: "v1", Id: 3, Feature: prototest.FidV1(1<<60|5, 7, 1023<<54|0x3f<<48|9)},
+			{Name: "v2", Feature: prototest.FidV2(1, 2)},
+			{Name: "f", Feature: prototest.Floats(1.5, nan, float32(math.Inf(-1)), float32(math.Copysign(0, -1)))},
+			{Name: "i", Feature: prototest.Int64s(-1, 1<<40, 0, math.MinInt64)},
+			{Name: "empty", Feature: prototest.FidV2()},
 			{Name: "unset", Feature: &examplepb.Feature{}},
 			{Name: "nofeat"},
-			{Name: "mixed", Feature: fidV1(3 | 1<<50)},
-			{Name: "bytes", Feature: byteStrings("a", "b")},
-			{Name: "one_bytes", Feature: byteStrings("x")},
+			{Name: "mixed", Feature: prototest.FidV1(3 | 1<<50)},
+			{Name: "bytes", Feature: prototest.Bytes("a", "b")},
+			{Name: "one_bytes", Feature: prototest.Bytes("x")},
 			{Name: "dbl", Feature: &examplepb.Feature{Type: &examplepb.Feature_DoubleList{DoubleList: &examplepb.DoubleList{Value: []float64{1, math.NaN()}}}}},
 			{Name: "seq", Feature: &examplepb.Feature{Type: &examplepb.Feature_FidV2Lists{FidV2Lists: &examplepb.FidLists{List: []*examplepb.FidList{{Value: []uint64{1}}, {}}}}}},
 			{Name: "scalar", Feature: &examplepb.Feature{Type: &examplepb.Feature_Int64Value{Int64Value: -7}}},
-			{Name: "sorted", Id: 1, SortedId: 9, Feature: fidV2(4)},
-			{Name: "neg_id", Id: -5, Feature: floats()},
-			{Name: "", Feature: int64s(1)},
-			{Name: ListLabel, Feature: floats(1)},
-			{Name: ListLineID, Feature: byteStrings(string(prototest.LineID(rand.New(rand.NewPCG(1, 1)))))},
-			{Name: ListInstanceWeight, Feature: floats(0.25)},
+			{Name: "sorted", Id: 1, SortedId: 9, Feature: prototest.FidV2(4)},
+			{Name: "neg_id", Id: -5, Feature: prototest.Floats()},
+			{Name: "", Feature: prototest.Int64s(1)},
+			{Name: ListLabel, Feature: prototest.Floats(1)},
+			{Name: ListLineID, Feature: prototest.Bytes(string(prototest.LineID(rand.New(rand.NewPCG(1, 1)))))},
+			{Name: ListInstanceWeight, Feature: prototest.Floats(0.25)},
 		}, Label: []float32{1, 0, nan}, InstanceWeight: 0.5, DataSourceKey: 4,
 			LineId: &matrixpb.LineId{Uid: proto.Uint64(1), ReqTime: proto.Int64(-3), Actions: []int32{1, -2}, Rank: proto.Int32(-1),
 				SampleRate: proto.Float32(0.5), SpecialStrategies: []int32{4, 5}, IsDraw: proto.Bool(true), UserId: proto.String("u")}},
 		{NamedFeature: []*examplepb.NamedFeature{
-			{Name: "late", Feature: int64s(3)},
-			{Name: "f", Feature: floats()},
-			{Name: "mixed", Feature: fidV2(4)},
+			{Name: "late", Feature: prototest.Int64s(3)},
+			{Name: "f", Feature: prototest.Floats()},
+			{Name: "mixed", Feature: prototest.FidV2(4)},
 			{Name: "v1", Id: 3},
 			{Name: "unset", Feature: &examplepb.Feature{}},
 			{Name: "i", Feature: &examplepb.Feature{}},
-			{Name: "bytes", Feature: byteStrings()},
+			{Name: "bytes", Feature: prototest.Bytes()},
 			{Name: "nofeat"},
 		}, LineId: &matrixpb.LineId{}, InstanceWeight: float32(math.Inf(1))},
 		{}, // every feature absent, no label, no LineId
-		{NamedFeature: []*examplepb.NamedFeature{{Name: "v2", Feature: fidV2(1 << 62)}, {Name: "v1", Id: 3, Feature: fidV1()}},
+		{NamedFeature: []*examplepb.NamedFeature{{Name: "v2", Feature: prototest.FidV2(1 << 62)}, {Name: "v1", Id: 3, Feature: prototest.FidV1()}},
 			Label: []float32{}, DataSourceKey: math.MaxUint32},
 	}
 }
 
 // lineIDExample returns an Example record with one feature and the given LineId bytes.
 func lineIDExample(t testing.TB, lineID []byte) []byte {
-	b := mustMarshal(t, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}, Label: []float32{1}})
+	b := mustMarshal(t, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.FidV2(1)}}, Label: []float32{1}})
 	return rawField(b, exLineID, lineID)
 }
 
@@ -265,7 +242,7 @@ func TestDecodeExamples(t *testing.T) {
 		}
 		return mk(exs...)
 	}()
-	good := mustMarshal(t, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}})
+	good := mustMarshal(t, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.FidV2(1)}}})
 	nf := func(fields ...[]byte) []byte { return rawField(nil, exNamedFeature, cat(fields...)) }
 	name := func(s string) []byte { return rawField(nil, nfName, []byte(s)) }
 	feat := func(f *examplepb.Feature) []byte { return rawField(nil, nfFeature, mustMarshal(t, f)) }
@@ -290,17 +267,17 @@ func TestDecodeExamples(t *testing.T) {
 		{"golden fixture as Examples", fixture, nil, nil, true, ""},
 		{"empty records", [][]byte{nil, {}, nil}, nil, nil, true, ""},
 		{"empty NamedFeature", [][]byte{nf(), nf(name("x"))}, nil, nil, true, ""},
-		{"repeated scalars, last wins", [][]byte{cat(nf(name("a"), rawField(nil, nfID, uint64(1)), name("b"), rawField(nil, nfID, uint64(2)), feat(fidV2(1))),
+		{"repeated scalars, last wins", [][]byte{cat(nf(name("a"), rawField(nil, nfID, uint64(1)), name("b"), rawField(nil, nfID, uint64(2)), feat(prototest.FidV2(1))),
 			rawField(nil, exDataSourceKey, uint64(1)), rawField(nil, exDataSourceKey, uint64(1<<33|2)),
 			rawField(nil, exInstanceWeight, uint32(1)), rawField(nil, exInstanceWeight, uint32(0x3f800000)))}, nil, nil, true, ""},
 		{"fields in any order", [][]byte{cat(rawField(nil, exLabel, []byte{0, 0, 0x80, 0x3f}), rawField(nil, exLineID, []byte{}),
-			nf(feat(floats(2)), rawField(nil, nfSortedID, uint64(3)), name("z")), good)}, nil, nil, true, ""},
+			nf(feat(prototest.Floats(2)), rawField(nil, nfSortedID, uint64(3)), name("z")), good)}, nil, nil, true, ""},
 
 		// Fall back to the message path, with a result.
 		{"prototest 7 rows (raw feature)", mk(prototest.Examples(rng, 7)...), nil, nil, false, ""},
 		{"raw feature", [][]byte{good, mustMarshal(t, &examplepb.Example{NamedRawFeature: []*examplepb.NamedRawFeature{{Name: "r"}}})}, nil, nil, false, ""},
 		{"unknown Example field", [][]byte{good, cat(good, rawField(nil, 50, uint64(1)))}, nil, nil, false, ""},
-		{"two Features merge", [][]byte{nf(name("a"), feat(fidV2(1)), feat(fidV2(2)))}, nil, nil, false, ""},
+		{"two Features merge", [][]byte{nf(name("a"), feat(prototest.FidV2(1)), feat(prototest.FidV2(2)))}, nil, nil, false, ""},
 		{"two LineIds merge", [][]byte{cat(good, rawField(nil, exLineID, []byte{0x18, 1}), rawField(nil, exLineID, []byte{0x10 | 1, 0, 0, 0, 0, 0, 0, 0, 1}))}, nil, nil, false, ""},
 		{"label unpacked", [][]byte{cat(good, rawField(nil, exLabel, uint32(0x3f800000)))}, nil, nil, false, ""},
 		{"label twice", [][]byte{cat(good, rawField(nil, exLabel, []byte{0, 0, 0x80, 0x3f}), rawField(nil, exLabel, []byte{0, 0, 0, 0}))}, nil, nil, false, ""},
@@ -313,13 +290,13 @@ func TestDecodeExamples(t *testing.T) {
 			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Id: 2}}}), nil, nil, false, "differ from earlier rows"},
 		{"sorted ids differ", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", SortedId: 1}}},
 			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a"}}}), nil, nil, false, "differ from earlier rows"},
-		{"kinds clash", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}},
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: floats(1)}}}), nil, nil, false, "cannot share a column"},
-		{"kinds clash, second column", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "b", Feature: int64s(1)}, {Name: "a", Feature: fidV2(1)}}},
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: floats(1)}, {Name: "b", Feature: floats(1)}}}), nil, nil, false, `feature "a"`},
-		{"bytes and fids clash", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: byteStrings("x")}}},
-			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: fidV2(1)}}}), nil, nil, false, "cannot share a column"},
-		{"unknown field in Feature", [][]byte{nf(name("a"), rawField(nil, nfFeature, rawField(mustMarshal(t, fidV2(1)), 99, uint64(1))))}, nil, nil, false, "unknown fields"},
+		{"kinds clash", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.FidV2(1)}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.Floats(1)}}}), nil, nil, false, "cannot share a column"},
+		{"kinds clash, second column", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "b", Feature: prototest.Int64s(1)}, {Name: "a", Feature: prototest.FidV2(1)}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.Floats(1)}, {Name: "b", Feature: prototest.Floats(1)}}}), nil, nil, false, `feature "a"`},
+		{"bytes and fids clash", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.Bytes("x")}}},
+			&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.FidV2(1)}}}), nil, nil, false, "cannot share a column"},
+		{"unknown field in Feature", [][]byte{nf(name("a"), rawField(nil, nfFeature, rawField(mustMarshal(t, prototest.FidV2(1)), 99, uint64(1))))}, nil, nil, false, "unknown fields"},
 		{"unknown field in NamedFeature", [][]byte{nf(name("a"), rawField(nil, 9, uint64(1)))}, nil, nil, false, "unknown fields"},
 		{"column named like a canonical one", mk(&examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: ColLabel}}}), nil, nil, false, "two columns"},
 		{"unscannable LineId", [][]byte{lineIDExample(t, rawField(nil, LineIDNumActions, uint32(1)))}, nil, nil, false, "cannot parse LineId"},

@@ -303,3 +303,39 @@ func Instances(rng *rand.Rand, rows int) []*parserpb.Instance {
 	}
 	return out
 }
+
+// Feature cells of one kind each, for tests that write messages by hand.
+
+// FidV1 is a fid_v1_list cell.
+func FidV1(v ...uint64) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_FidV1List{FidV1List: &examplepb.FidList{Value: v}}}
+}
+
+// FidV2 is a fid_v2_list cell.
+func FidV2(v ...uint64) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_FidV2List{FidV2List: &examplepb.FidList{Value: v}}}
+}
+
+// Floats is a float_list cell.
+func Floats(v ...float32) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_FloatList{FloatList: &examplepb.FloatList{Value: v}}}
+}
+
+// Doubles is a double_list cell.
+func Doubles(v ...float64) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_DoubleList{DoubleList: &examplepb.DoubleList{Value: v}}}
+}
+
+// Int64s is an int64_list cell.
+func Int64s(v ...int64) *examplepb.Feature {
+	return &examplepb.Feature{Type: &examplepb.Feature_Int64List{Int64List: &examplepb.Int64List{Value: v}}}
+}
+
+// Bytes is a bytes_list cell of the strings' bytes.
+func Bytes(v ...string) *examplepb.Feature {
+	b := make([][]byte, len(v))
+	for i, s := range v {
+		b[i] = []byte(s)
+	}
+	return &examplepb.Feature{Type: &examplepb.Feature_BytesList{BytesList: &examplepb.BytesList{Value: b}}}
+}
