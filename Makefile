@@ -24,7 +24,7 @@ NORACE_PKG  ?= ./cmd/monolith
 NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestServeDemo|TestCtlAgainstTrain|TestCluster|TestClusterInterrupt|TestClusterZooKeeper|TestClusterChildFails|TestClusterSurvivesPSKill|TestTLSCommands|TestServeEndToEnd|TestHandStartedProcesses)$$
 RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... \
 	./pipelines/readlayout ./pipelines/validate ./pipelines/train ./pipelines/train/controller ./runners/... \
-	./ps/client ./ps/discovery ./ps/filter ./ps/pause ./ps/server ./ps/servingmodel ./ps/table \
+	./ps/client ./ps/discovery ./ps/filter ./ps/pause ./ps/server ./ps/server/codec ./ps/servingmodel ./ps/table \
 	./serving/agent ./serving/agentctl ./serving/modelmgr ./serving/replica ./serving/tfs ./serving/zk \
 	./internal/zktest ./internal/zkserver ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
 

@@ -39,7 +39,7 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, fmt.Errorf("ps/codec: marshal %T: not a proto.Message", v)
 	}
 	if num, f := bulkFloats(m); f != nil && len(*f) >= minBulkFloats {
-		_, buf, err := marshalBulk(m, num, f)
+		_, buf, err := marshalBulk(m, num, *f)
 		if err != nil {
 			return nil, err
 		}

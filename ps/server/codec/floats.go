@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/monolith-go/monolith/schemas/pspb"
 )
@@ -30,20 +31,28 @@ func bulkFloats(m proto.Message) (protowire.Number, *[]float32) {
 	return 0, nil
 }
 
-// marshalBulk marshals m with its float field f (at least minBulkFloats values) first, as
-// one packed record copied in bulk, then the other fields as proto.Marshal writes them:
-// the same wire format as proto.Marshal's, whose per-element loop this replaces.
-func marshalBulk(m proto.Message, num protowire.Number, f *[]float32) ([]byte, *[]byte, error) {
-	fs := *f
-	*f = nil
-	defer func() { *f = fs }()
+// marshalBulk marshals m with its float field (number num, values fs: at least
+// minBulkFloats) first, as one packed record copied in bulk, then the other fields as
+// proto.Marshal writes them: the same wire format as proto.Marshal's, whose per-element
+// loop this replaces. m itself is not modified: its other fields are marshalled from a
+// shallow copy without the float field (the caller may read m meanwhile).
+func marshalBulk(m proto.Message, num protowire.Number, fs []float32) ([]byte, *[]byte, error) {
+	src := m.ProtoReflect()
+	rest := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Number() != num {
+			rest.Set(fd, v)
+		}
+		return true
+	})
+	rest.SetUnknown(src.GetUnknown())
 	n := 4 * len(fs)
-	size := protowire.SizeTag(num) + protowire.SizeBytes(n) + proto.Size(m)
+	size := protowire.SizeTag(num) + protowire.SizeBytes(n) + proto.Size(rest.Interface())
 	buf := pool.Get(size)
 	b := protowire.AppendTag((*buf)[:0], num, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(n))
 	b = appendFloats(b, fs)
-	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, rest.Interface())
 	if err != nil {
 		pool.Put(buf)
 		return nil, nil, err

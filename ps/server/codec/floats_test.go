@@ -1,7 +1,9 @@
 package codec
 
 import (
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/mem"
@@ -110,4 +112,34 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("proto: %v %v; codec: %v %v", werr, want, gerr, got)
 		}
 	})
+}
+
+// TestBulkMarshalLeavesMessage: marshalling a big lookup response does not write to it, so
+// that goroutines reading it meanwhile (or marshalling it too) are safe; under -race a
+// write would be reported.
+func TestBulkMarshalLeavesMessage(t *testing.T) {
+	m := &pspb.LookupResponse{Embeddings: make([]float32, 4*minBulkFloats), NumFound: 3}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				bs, err := Codec.Marshal(m)
+				if err != nil {
+					errs <- err
+					return
+				}
+				bs.Free()
+				if len(m.Embeddings) != 4*minBulkFloats {
+					errs <- fmt.Errorf("the response held %d floats during a marshal", len(m.Embeddings))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
