@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -18,15 +19,30 @@ import (
 )
 
 // Coder calls on batch-carrying elements in this test binary: the coders of
-// arrow.RecordBatch and *element.Sharded are wrapped to count them. The Go SDK encodes a
-// sample of every PCollection's elements to estimate their size (exec.PCollection), so
-// encodes happen in fused stages too; a decode happens only where a batch crosses from
+// arrow.RecordBatch and *element.Sharded are wrapped to count them. The Go SDK also calls
+// the encoder for its size samples of every PCollection (exec.PCollection), fused stages
+// included; element's encoders answer those with zeros, so an encode counts only when it
+// returns bytes that are not all zero. A decode happens only where a batch crosses from
 // one stage or worker to another.
-var encodes, decodes atomic.Int64
+// A sample's answer is as long as the element's encoding within a factor of 1.5, or it
+// counts in badSizes.
+var encodes, samples, decodes, badSizes atomic.Int64
+
+func count(b []byte, err error, encode func() ([]byte, error)) ([]byte, error) {
+	if err != nil || len(b) == 0 || slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+		encodes.Add(1)
+		return b, err
+	}
+	samples.Add(1)
+	if real, err := encode(); err != nil || 2*len(b) < len(real) || 2*len(b) > 3*len(real) {
+		badSizes.Add(1)
+	}
+	return b, nil
+}
 
 func countEncodeRecord(r arrow.RecordBatch) ([]byte, error) {
-	encodes.Add(1)
-	return element.EncodeRecord(r)
+	b, err := element.EncodeRecordElement(r)
+	return count(b, err, func() ([]byte, error) { return element.EncodeRecord(r) })
 }
 
 func countDecodeRecord(b []byte) (arrow.RecordBatch, error) {
@@ -35,8 +51,8 @@ func countDecodeRecord(b []byte) (arrow.RecordBatch, error) {
 }
 
 func countEncodeSharded(s *element.Sharded) ([]byte, error) {
-	encodes.Add(1)
-	return element.EncodeSharded(s)
+	b, err := element.EncodeShardedElement(s)
+	return count(b, err, func() ([]byte, error) { return element.EncodeSharded(s) })
 }
 
 func countDecodeSharded(b []byte) (*element.Sharded, error) {
@@ -55,13 +71,14 @@ func init() {
 
 // TestStepsFuse: training and evaluation on prism never move a batch between stages:
 // every step after the file names' shuffle runs in one fused stage and passes batches in
-// memory (no batch is decoded; the only encodes are the SDK's size samples). A pipeline
-// that shuffles sharded batches decodes every one of them, so the count can fail.
+// memory: no batch is encoded or decoded (the SDK's size samples are answered without
+// encoding). A pipeline that shuffles sharded batches encodes and decodes every one of
+// them, so the counts can fail.
 func TestStepsFuse(t *testing.T) {
 	dir := t.TempDir()
 	c := plantedData(t, dir, 2000)
 	c.Checkpoint.Dir = filepath.Join(dir, "model")
-	before := decodes.Load()
+	before, encBefore, sampBefore := decodes.Load(), encodes.Load(), samples.Load()
 	sum, err := Run(context.Background(), c, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +89,16 @@ func TestStepsFuse(t *testing.T) {
 	if n := decodes.Load() - before; n != 0 {
 		t.Fatalf("training and evaluation decoded %d batches; the fused stage should decode none", n)
 	}
-	t.Logf("%d batches encoded for the SDK's size samples", encodes.Load())
+	if n := encodes.Load() - encBefore; n != 0 {
+		t.Fatalf("training and evaluation encoded %d batches; the fused stage should encode none", n)
+	}
+	if samples.Load() == sampBefore {
+		t.Fatal("no size sample reached the counting coders: they are not in use")
+	}
+	if n := badSizes.Load(); n != 0 {
+		t.Errorf("%d size samples answered with a length off the encoding's by more than 1.5×", n)
+	}
+	t.Logf("%d size samples answered without encoding", samples.Load()-sampBefore)
 
 	// The control: shuffling sharded batches decodes every one of them.
 	pr, err := Prepare(c)
@@ -89,7 +115,7 @@ func TestStepsFuse(t *testing.T) {
 	if _, err := runners.Run(context.Background(), p, runners.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := decodes.Load(); n == 0 {
-		t.Fatal("a shuffle of sharded batches decoded none: the counting coder is not in use")
+	if n := decodes.Load(); n == 0 || encodes.Load() < n {
+		t.Fatalf("a shuffle of sharded batches encoded %d and decoded %d: want every one, at least once", encodes.Load(), n)
 	}
 }
