@@ -5,9 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,7 +69,7 @@ func Run(ctx context.Context, p *beam.Pipeline, o Options) (beam.PipelineResult,
 	mu.Lock()
 	defer mu.Unlock()
 	if o.EnvironmentType == Loopback && o.Runner != Dataflow {
-		defer removeLoopbackMarkers(loopbackMarkers())
+		defer removeLoopbackMarkers(time.Now())
 	}
 	if err := setJobOptions(o); err != nil {
 		return nil, err
@@ -204,51 +207,80 @@ func probe(ctx context.Context, what, addr string, timeout time.Duration, call f
 	}
 }
 
-// loopbackMarkers lists the empty files the SDK's universal runner creates in the temp dir
+// markerPrefix names the empty files the SDK's universal runner creates in the temp dir
 // for every LOOPBACK run (runnerlib.Execute stages one as the unused worker binary) and
 // never removes.
-func loopbackMarkers() map[string]bool {
-	names, _ := filepath.Glob(filepath.Join(os.TempDir(), "beamloopbackworker-*"))
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
+const markerPrefix = "beamloopbackworker-"
 
-// removeLoopbackMarkers deletes the markers that appeared since before (those of this
-// run: runs in this process are serialized) if they are still empty and no other process
-// holds them open. Another process on the machine (a second worker of a cluster) may
-// have created one meanwhile and not staged it yet: the SDK never closes the file it
-// creates, so its creator holds it open at least until it is staged, and it is left alone.
-func removeLoopbackMarkers(before map[string]bool) {
+// markerSlack is how much older than the run a marker of the run may look: file times
+// come from the kernel's coarse clock.
+const markerSlack = time.Second
+
+// removeLoopbackMarkers deletes the markers of the run that started at start (runs in
+// this process are serialized): empty files created since, that this process holds open
+// or, if the SDK's file has already been closed by its finalizer, that no other process
+// holds open. Another process on the machine (a second worker of a cluster) may have
+// created one meanwhile and not staged it yet; the SDK never closes the file it creates,
+// so its creator holds it open until it is staged, and it is left alone. The temp dir is
+// read once, unsorted, and other processes' file tables only when needed: this runs
+// after every pipeline, and /tmp may hold thousands of entries.
+func removeLoopbackMarkers(start time.Time) {
+	dir := os.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	_ = d.Close()
 	var fresh []string
-	for n := range loopbackMarkers() {
-		if before[n] {
+	for _, n := range names {
+		if !strings.HasPrefix(n, markerPrefix) {
 			continue
 		}
-		if st, err := os.Lstat(n); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
-			fresh = append(fresh, n)
+		p := filepath.Join(dir, n)
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Size() == 0 && !st.ModTime().Before(start.Add(-markerSlack)) {
+			fresh = append(fresh, p)
 		}
 	}
 	if len(fresh) == 0 {
 		return
 	}
-	busy := openElsewhere(fresh)
-	for _, n := range fresh {
-		if !busy[n] {
-			_ = os.Remove(n)
+	mine := openBy(fresh, "self")
+	var others []string
+	for _, p := range fresh {
+		if mine[p] {
+			_ = os.Remove(p)
+		} else {
+			others = append(others, p)
 		}
 	}
+	if len(others) == 0 {
+		return
+	}
+	busy := openElsewhere(others)
+	for _, p := range others {
+		if !busy[p] {
+			_ = os.Remove(p)
+		}
+	}
+}
+
+// openBy reports which of paths the process proc ("self" or a pid) holds open (Linux
+// /proc; none elsewhere).
+func openBy(paths []string, proc string) map[string]bool {
+	out := map[string]bool{}
+	fds, _ := os.ReadDir(filepath.Join("/proc", proc, "fd"))
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc", proc, "fd", fd.Name())); err == nil && slices.Contains(paths, target) {
+			out[target] = true
+		}
+	}
+	return out
 }
 
 // openElsewhere reports which of paths another process holds open (Linux /proc; none
 // elsewhere).
 func openElsewhere(paths []string) map[string]bool {
-	want := make(map[string]bool, len(paths))
-	for _, p := range paths {
-		want[p] = true
-	}
 	out := map[string]bool{}
 	self := strconv.Itoa(os.Getpid())
 	procs, _ := os.ReadDir("/proc")
@@ -256,12 +288,7 @@ func openElsewhere(paths []string) map[string]bool {
 		if pd.Name() == self || pd.Name()[0] < '0' || pd.Name()[0] > '9' {
 			continue
 		}
-		fds, _ := os.ReadDir(filepath.Join("/proc", pd.Name(), "fd"))
-		for _, fd := range fds {
-			if target, err := os.Readlink(filepath.Join("/proc", pd.Name(), "fd", fd.Name())); err == nil && want[target] {
-				out[target] = true
-			}
-		}
+		maps.Copy(out, openBy(paths, pd.Name()))
 	}
 	return out
 }

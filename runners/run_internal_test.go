@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -179,7 +180,7 @@ func TestCheckWorkerBinary(t *testing.T) {
 func TestMarkersOfOtherProcessesStay(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	before := loopbackMarkers()
+	before := time.Now()
 	f, err := os.CreateTemp(tmp, "beamloopbackworker-*")
 	if err != nil {
 		t.Fatal(err)
@@ -200,5 +201,61 @@ func TestMarkersOfOtherProcessesStay(t *testing.T) {
 	removeLoopbackMarkers(before)
 	if _, err := os.Stat(name); !os.IsNotExist(err) {
 		t.Errorf("a marker nothing holds stayed: %v", err)
+	}
+}
+
+// TestMarkersOfTheRun: the cleanup removes the markers of the run, the one this process
+// still holds open included, and leaves alone those older than the run, empty or not,
+// and files that only look like markers.
+func TestMarkersOfTheRun(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	mk := func(content string, age time.Duration) string {
+		f, err := os.CreateTemp(tmp, markerPrefix+"*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(content); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if age > 0 {
+			old := time.Now().Add(-age)
+			if err := os.Chtimes(f.Name(), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f.Name()
+	}
+	start := time.Now()
+	held, err := os.CreateTemp(tmp, markerPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	closed := mk("", 0)
+	old := mk("", time.Hour)
+	full := mk("x", 0)
+	if err := os.Mkdir(filepath.Join(tmp, markerPrefix+"dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removeLoopbackMarkers(start)
+	for _, c := range []struct {
+		name string
+		path string
+		stay bool
+	}{
+		{"held by this process", held.Name(), false},
+		{"closed, created during the run", closed, false},
+		{"older than the run", old, true},
+		{"not empty", full, true},
+		{"a directory", filepath.Join(tmp, markerPrefix+"dir"), true},
+	} {
+		_, err := os.Stat(c.path)
+		if stayed := err == nil; stayed != c.stay {
+			t.Errorf("%s: stayed %v, want %v", c.name, stayed, c.stay)
+		}
 	}
 }
