@@ -25,6 +25,7 @@ import (
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/examplepb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
+	"github.com/monolith-go/monolith/schemas/wirecheck"
 )
 
 // Format is the on-disk form of an input file.
@@ -314,7 +315,7 @@ func (c *Chunk) decode() (arrow.RecordBatch, error) {
 			return nil, fail(0, err)
 		}
 		return out, nil
-	case batch.SourceExample:
+	case batch.SourceExample, batch.SourceInstance:
 		records := make([][]byte, len(c.recs))
 		var keys []uint32
 		if c.overwrite {
@@ -326,29 +327,16 @@ func (c *Chunk) decode() (arrow.RecordBatch, error) {
 				keys[i] = cr.dsk
 			}
 		}
-		rec, err := batch.DecodeExamples(o.Mem, records, keys, o.Batch...)
+		decode := batch.DecodeExamples
+		if c.typ == batch.SourceInstance {
+			decode = batch.DecodeInstances
+		}
+		rec, err := decode(o.Mem, records, keys, o.Batch...)
 		var re *batch.RecordError
 		switch {
 		case errors.As(err, &re):
 			return nil, fail(re.Record, re.Err)
 		case err != nil:
-			return nil, &Error{File: c.file, Record: c.recs[0].index, Offset: -1, Err: fmt.Errorf("records %d and on: %w", c.recs[0].index, err)}
-		}
-		return rec, nil
-	case batch.SourceInstance:
-		ins := make([]*parserpb.Instance, len(c.recs))
-		for i, cr := range c.recs {
-			in := &parserpb.Instance{}
-			if err := proto.Unmarshal(c.buf[start:cr.end], in); err != nil {
-				return nil, fail(i, fmt.Errorf("parse Instance: %w", err))
-			}
-			if c.overwrite {
-				in.DataSourceKey = proto.Uint32(cr.dsk)
-			}
-			ins[i], start = in, cr.end
-		}
-		rec, err := batch.FromInstances(o.Mem, ins, o.Batch...)
-		if err != nil {
 			return nil, &Error{File: c.file, Record: c.recs[0].index, Offset: -1, Err: fmt.Errorf("records %d and on: %w", c.recs[0].index, err)}
 		}
 		return rec, nil
@@ -513,18 +501,20 @@ func (s *framedSource) nextChunk(ctx context.Context) (*Chunk, error) {
 	return nil, io.EOF
 }
 
-// sniff picks the message type that decodes a payload without unknown fields.
+// sniff picks the message type that decodes a payload without unknown fields (LineIds
+// exempt: production LineIds carry many fields our schema lacks, I3). It reads the wire
+// (schemas/wirecheck) instead of unmarshalling the payload three times.
 func sniff(payload []byte) (batch.Source, error) {
 	var found []batch.Source
 	for _, c := range []struct {
 		src batch.Source
-		msg proto.Message
+		md  protoreflect.MessageDescriptor
 	}{
-		{batch.SourceExampleBatch, &examplepb.ExampleBatch{}},
-		{batch.SourceExample, &examplepb.Example{}},
-		{batch.SourceInstance, &parserpb.Instance{}},
+		{batch.SourceExampleBatch, (&examplepb.ExampleBatch{}).ProtoReflect().Descriptor()},
+		{batch.SourceExample, (&examplepb.Example{}).ProtoReflect().Descriptor()},
+		{batch.SourceInstance, (&parserpb.Instance{}).ProtoReflect().Descriptor()},
 	} {
-		if proto.Unmarshal(payload, c.msg) == nil && !hasUnknown(c.msg.ProtoReflect()) {
+		if wirecheck.Known(payload, c.md, isLineID) {
 			found = append(found, c.src)
 		}
 	}
@@ -534,37 +524,8 @@ func sniff(payload []byte) (batch.Source, error) {
 	return found[0], nil
 }
 
-// hasUnknown reports whether m or any message inside it carries unknown fields. LineId
-// messages are exempt: production LineIds carry many fields our schema lacks (I3).
-func hasUnknown(m protoreflect.Message) bool {
-	if m.Descriptor().FullName() == "idl.matrix.proto.LineId" {
-		return false
-	}
-	if len(m.GetUnknown()) > 0 {
-		return true
-	}
-	unknown := false
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsMap():
-			if fd.MapValue().Message() != nil {
-				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-					unknown = hasUnknown(mv.Message())
-					return !unknown
-				})
-			}
-		case fd.IsList() && fd.Message() != nil:
-			l := v.List()
-			for i := 0; i < l.Len() && !unknown; i++ {
-				unknown = hasUnknown(l.Get(i).Message())
-			}
-		case fd.Message() != nil:
-			unknown = hasUnknown(v.Message())
-		}
-		return !unknown
-	})
-	return unknown
-}
+// isLineID reports whether n is the LineId message.
+func isLineID(n protoreflect.FullName) bool { return n == "idl.matrix.proto.LineId" }
 
 // openText reads a one-message text file.
 func (r *Reader) openText(name string, f Format) (source, error) {

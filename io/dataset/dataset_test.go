@@ -3,9 +3,12 @@ package dataset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,8 +22,11 @@ import (
 	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/schemas/batch"
+	"github.com/monolith-go/monolith/schemas/batch/batchtest"
 	"github.com/monolith-go/monolith/schemas/examplepb"
+	"github.com/monolith-go/monolith/schemas/matrixpb"
 	"github.com/monolith-go/monolith/schemas/parserpb"
+	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
 // readAllBatches reads every batch, failing the test on error.
@@ -240,6 +246,21 @@ func TestErrors(t *testing.T) {
 	ambiguous := filepath.Join(dir, "empty.pb")
 	writeRecords(t, ambiguous, recordio.Options{}, nil, &parserpb.Instance{})
 
+	// Instances: record 12 is not one; two rows naming one feature twice.
+	inst := filepath.Join(dir, "inst.tfrecord")
+	w, _ = recordio.Create(inst, recordio.Options{Framing: recordio.TFRecord})
+	for i, in := range prototest.Instances(rand.New(rand.NewPCG(1, 2)), 15) {
+		b, _ := proto.Marshal(in)
+		if i == 12 {
+			b = b[:len(b)-1]
+		}
+		_ = w.Write(b)
+	}
+	_ = w.Close()
+	twice := filepath.Join(dir, "twice.tfrecord")
+	writeRecords(t, twice, recordio.Options{Framing: recordio.TFRecord}, nil, &parserpb.Instance{},
+		&parserpb.Instance{Feature: []*matrixpb.Feature{{Name: proto.String("a")}, {Name: proto.String("a")}}})
+
 	tests := []struct {
 		name      string
 		file      string
@@ -251,6 +272,8 @@ func TestErrors(t *testing.T) {
 		{"not a protobuf", garbage, batch.SourceExampleBatch, 0, []string{"garbage.tfrecord", "record 0", "parse ExampleBatch"}},
 		{"truncated", trunc, batch.SourceExampleBatch, 1, []string{"trunc.tfrecord", "record 1", "truncated"}},
 		{"ambiguous", ambiguous, 0, 0, []string{"empty.pb", "record 0", "cannot tell the message type"}},
+		{"Instance not a protobuf", inst, batch.SourceInstance, 0, []string{"inst.tfrecord: record 12 at offset ", ": parse Instance: "}},
+		{"Instance layout", twice, batch.SourceInstance, 0, []string{"twice.tfrecord: record 0: records 0 and on: instance 1: ", `feature "a" appears twice`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,6 +334,98 @@ func TestFormatOf(t *testing.T) {
 	} {
 		if got := FormatOf(name); got != want {
 			t.Errorf("FormatOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestFramedInstances: Instance records (the golden one and generated ones) read from
+// framed files give, batch by batch, what FromInstances gives for the same messages, with
+// the header keys replacing the messages' under LagrangeX. (TestErrors has the errors.)
+func TestFramedInstances(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	golden := &parserpb.Instance{}
+	if err := pbtext.Unmarshal("inst.pbtext", fixtures.Read(t, "inst.pbtext"), pbtext.Text, golden); err != nil {
+		t.Fatal(err)
+	}
+	ins := append([]*parserpb.Instance{golden}, prototest.Instances(rand.New(rand.NewPCG(1, 2)), 24)...)
+	msgs := make([]proto.Message, len(ins))
+	keys := make([]uint32, len(ins))
+	for i, in := range ins {
+		msgs[i], keys[i] = in, uint32(i+1)<<8
+	}
+	for _, lx := range []bool{false, true} {
+		path := filepath.Join(dir, fmt.Sprintf("inst-%v.pb.zst", lx))
+		var hk []uint32
+		if lx {
+			hk = keys
+		}
+		writeRecords(t, path, recordio.Options{Codec: compress.Auto, PB: pbstream.Options{LagrangeX: lx, HasSortID: !lx}}, hk, msgs...)
+		o := Options{Mem: mem, BatchRows: 10, Type: batch.SourceInstance}
+		o.Record.PB.LagrangeX, o.Record.PB.HasSortID = lx, !lx
+		recs, r := readAllBatches(t, []string{path}, o)
+		if len(recs) != 3 {
+			t.Fatalf("LagrangeX %v: %d batches, want 3", lx, len(recs))
+		}
+		for i, rec := range recs {
+			want := make([]*parserpb.Instance, rec.NumRows())
+			for j := range want {
+				want[j] = proto.Clone(ins[10*i+j]).(*parserpb.Instance)
+				if lx {
+					want[j].DataSourceKey = proto.Uint32(keys[10*i+j])
+				}
+			}
+			msg, err := batch.FromInstances(mem, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batchtest.SameBatch(t, i, rec, msg)
+			msg.Release()
+		}
+		release(recs)
+		if st := r.Stats(); st.Records != 25 || st.Rows != 25 {
+			t.Errorf("stats %+v", st)
+		}
+	}
+}
+
+// TestSniff: each record type is told apart by its wire, a LineId's unknown fields do not
+// count (I3), and a payload no type or several types take is ErrAmbiguousType.
+func TestSniff(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	marshal := func(m proto.Message) []byte {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ex := marshal(prototest.Examples(rng, 1)[0])
+	// Field 100 is Example.line_id; 999 is unknown to LineId.
+	lineIDUnknown := append(slices.Clone(ex), 0xa2, 0x06, 3, 0xb8, 0x3e, 1)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    batch.Source
+		err     bool
+	}{
+		{"example batch", marshal(prototest.ExampleBatch(rng, 8)), batch.SourceExampleBatch, false},
+		{"example", ex, batch.SourceExample, false},
+		{"example, LineId with an unknown field", lineIDUnknown, batch.SourceExample, false},
+		{"instance", marshal(prototest.Instances(rng, 1)[0]), batch.SourceInstance, false},
+		{"unknown top-level field", append(slices.Clone(ex), 0xb8, 0x3e, 1), 0, true},
+		{"garbage", []byte{0xff, 0xff, 0xff}, 0, true},
+	} {
+		got, err := sniff(tc.payload)
+		if tc.err {
+			if !errors.Is(err, ErrAmbiguousType) {
+				t.Errorf("%s: %v, %v; want ErrAmbiguousType", tc.name, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 	}
 }

@@ -45,6 +45,24 @@ func fixtureBatch(t testing.TB) *examplepb.ExampleBatch {
 	return eb
 }
 
+// fixtureRows converts the golden ExampleBatch into rows of another message type, through a
+// batch: to is ToExamples or ToInstances.
+func fixtureRows[M any](t testing.TB, to func(arrow.RecordBatch) ([]M, error)) []M {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	var rows []M
+	rec, err := FromExampleBatch(mem, fixtureBatch(t))
+	if err == nil {
+		rows, err = to(rec)
+		rec.Release()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
 // ipcRoundTrip writes rec as an Arrow IPC stream and reads it back, as a Beam coder or a
 // file would.
 func ipcRoundTrip(t testing.TB, mem memory.Allocator, rec arrow.RecordBatch) arrow.RecordBatch {
@@ -482,15 +500,7 @@ func TestExampleBatchToExampleFollowsMonolith(t *testing.T) {
 func TestExampleBatchToInstance(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	rec, err := FromExampleBatch(mem, fixtureBatch(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	ins, err := ToInstances(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ins := fixtureRows(t, ToInstances)
 	total := 0
 	for _, in := range ins {
 		total += len(in.Fid)

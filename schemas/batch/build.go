@@ -631,7 +631,7 @@ func FromInstances(mem memory.Allocator, ins []*parserpb.Instance, opts ...Optio
 	slotCols := map[uint64]*featureCol{}
 	slotOrd := map[uint64]int32{} // slot -> ordinal among slot columns (schema order)
 	var g slotGrouper
-	var runs []int32
+	var o fidOrder
 	order := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
 	defer order.Release()
 	anyOrder := false
@@ -669,24 +669,15 @@ func FromInstances(mem memory.Allocator, ins []*parserpb.Instance, opts ...Optio
 			}
 		}
 		// Keep the original fid order when it is not "groups in column order".
-		runs = runs[:0]
-		canonical := true
+		o.reset()
 		for _, f := range in.GetFid() {
-			o := slotOrd[f>>54]
-			if n := len(runs); n > 0 && runs[n-2] == o {
-				runs[n-1]++
-				continue
-			}
-			if n := len(runs); n > 0 && runs[n-2] > o {
-				canonical = false
-			}
-			runs = append(runs, o, 1)
+			o.add(slotOrd[f>>54], 1)
 		}
-		if canonical {
+		if o.canonical {
 			order.AppendNull()
 		} else {
 			order.Append(true)
-			order.ValueBuilder().(*array.Int32Builder).AppendValues(runs, nil)
+			order.ValueBuilder().(*array.Int32Builder).AppendValues(o.runs, nil)
 			anyOrder = true
 		}
 		for _, f := range in.GetFeature() {
@@ -700,14 +691,7 @@ func FromInstances(mem memory.Allocator, ins []*parserpb.Instance, opts ...Optio
 			}
 		}
 		rb.endRow(r)
-		cr := canon{label: in.GetLabel(), iw: in.InstanceWeight, lineID: in.GetLineId(), dsk: in.DataSourceKey}
-		//lint:ignore SA1019 the deprecated dense field is kept, unmodelled, so that nothing is lost
-		if len(in.GetDense()) > 0 || len(in.GetLabelTag()) > 0 || len(in.GetNextFid()) > 0 || len(in.ProtoReflect().GetUnknown()) > 0 {
-			//lint:ignore SA1019 as above
-			cr.extra = &parserpb.Instance{Dense: in.GetDense(), LabelTag: in.GetLabelTag(), NextFid: in.GetNextFid()}
-			cr.extra.ProtoReflect().SetUnknown(in.ProtoReflect().GetUnknown())
-		}
-		rows[r] = cr
+		rows[r] = canon{label: in.GetLabel(), iw: in.InstanceWeight, lineID: in.GetLineId(), dsk: in.DataSourceKey, extra: instanceExtra(in)}
 	}
 	rc := rb.rowColumns()
 	if anyOrder {
@@ -737,6 +721,45 @@ func FromInstances(mem memory.Allocator, ins []*parserpb.Instance, opts ...Optio
 		}
 	}
 	return rb.finish(len(ins))
+}
+
+// instanceExtra returns the fields of an Instance the layout does not model (dense,
+// label_tag, next_fid, unknown fields), kept as the row's "__extra__" value; nil when there
+// are none.
+func instanceExtra(in *parserpb.Instance) *parserpb.Instance {
+	//lint:ignore SA1019 the deprecated dense field is kept, unmodelled, so that nothing is lost
+	if len(in.GetDense()) == 0 && len(in.GetLabelTag()) == 0 && len(in.GetNextFid()) == 0 && len(in.ProtoReflect().GetUnknown()) == 0 {
+		return nil
+	}
+	//lint:ignore SA1019 as above
+	x := &parserpb.Instance{Dense: in.GetDense(), LabelTag: in.GetLabelTag(), NextFid: in.GetNextFid()}
+	x.ProtoReflect().SetUnknown(in.ProtoReflect().GetUnknown())
+	return x
+}
+
+// fidOrder computes a row's "__fid_order__" value: the runs of its top-level fids in their
+// original order, as (ordinal of the slot column, number of fids) pairs, and whether that
+// order is the canonical one (each slot's fids together, slots in column order), which the
+// column stores as null.
+type fidOrder struct {
+	runs      []int32
+	canonical bool
+}
+
+func (o *fidOrder) reset() { o.runs, o.canonical = o.runs[:0], true }
+
+// add appends n fids of the slot column with ordinal ord.
+func (o *fidOrder) add(ord, n int32) {
+	if k := len(o.runs); k > 0 {
+		if o.runs[k-2] == ord {
+			o.runs[k-1] += n
+			return
+		}
+		if o.runs[k-2] > ord {
+			o.canonical = false
+		}
+	}
+	o.runs = append(o.runs, ord, n)
 }
 
 // appendInstanceCell appends one idl.matrix.proto.Feature; exactly one value field may be set.

@@ -401,7 +401,7 @@ func (rb *recordBuilder) wireCanonical(name string, cells []wireCell) (*simpleCo
 
 // parseWireCell validates a serialized Feature for the fast path: no field at all (unset),
 // or exactly one fid_v1_list, fid_v2_list, float_list or int64_list whose list message is a
-// single packed field 1 (or empty).
+// single packed field 1 (or empty), or a bytes_list holding exactly one value.
 func parseWireCell(b []byte) (wireCell, bool) {
 	if len(b) == 0 {
 		return wireCell{kind: KindUnset}, true
@@ -419,6 +419,9 @@ func parseWireCell(b []byte) (wireCell, bool) {
 		return wireCell{}, false // malformed, or a second field (a repeated oneof member)
 	}
 	if len(list) == 0 {
+		if k == KindBytesList {
+			return wireCell{}, false // no value: not the single value the fast path takes
+		}
 		return wireCell{kind: k}, true
 	}
 	num, wt, n = protowire.ConsumeTag(list)
@@ -429,25 +432,30 @@ func parseWireCell(b []byte) (wireCell, bool) {
 	if m < 0 || n+m != len(list) {
 		return wireCell{}, false
 	}
+	// A bytes_list takes the fast path only with a single value (a serialized LineId); data
+	// is that value.
+	if !validPacked(k, data) {
+		return wireCell{}, false
+	}
+	return wireCell{kind: k, data: data}, true
+}
+
+// validPacked reports whether data holds whole packed values of a fid, float or int64 list
+// cell of kind k (other kinds are not checked).
+func validPacked(k Kind, data []byte) bool {
 	switch k {
-	case KindBytesList:
-		// Fast path only for a single value (a serialized LineId); data is that value.
 	case KindFidV1List, KindFidV2List:
-		if len(data)%8 != 0 {
-			return wireCell{}, false
-		}
+		return len(data)%8 == 0
 	case KindFloatList:
-		if len(data)%4 != 0 {
-			return wireCell{}, false
-		}
+		return len(data)%4 == 0
 	case KindInt64List:
 		for p := data; len(p) > 0; {
 			_, m := protowire.ConsumeVarint(p)
 			if m < 0 {
-				return wireCell{}, false
+				return false
 			}
 			p = p[m:]
 		}
 	}
-	return wireCell{kind: k, data: data}, true
+	return true
 }

@@ -2,11 +2,9 @@ package batch
 
 import (
 	"fmt"
-	"math"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -30,11 +28,11 @@ const (
 	nfSortedID       = 6
 )
 
-// RecordError is the error of DecodeExamples for a record that is not a serialized
-// Example.
+// RecordError is the error of DecodeExamples and DecodeInstances for a record that is not
+// a serialized Example or Instance.
 type RecordError struct {
 	Record int   // index of the record in the records passed
-	Err    error // "parse Example: ..."
+	Err    error // "parse Example: ..." or "parse Instance: ..."
 }
 
 func (e *RecordError) Error() string {
@@ -59,85 +57,29 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // cover (raw features, unknown fields, repeated or unpacked fields, malformed input, and
 // every error) sends all the records through the message path.
 func DecodeExamples(mem memory.Allocator, records [][]byte, keys []uint32, opts ...Option) (arrow.RecordBatch, error) {
-	if keys != nil && len(keys) != len(records) {
-		return nil, fmt.Errorf("schemas/batch: %d data source keys for %d records", len(keys), len(records))
-	}
-	if rec, ok := decodeExamplesWire(mem, records, keys, opts); ok {
-		return rec, nil
-	}
-	return slowExamples(mem, records, keys, opts)
+	return decodeRows(mem, records, keys, opts, decodeExamplesWire, slowExamples)
 }
 
 // slowExamples is the message path of DecodeExamples.
 func slowExamples(mem memory.Allocator, records [][]byte, keys []uint32, opts []Option) (arrow.RecordBatch, error) {
-	exs := make([]*examplepb.Example, len(records))
-	for i, b := range records {
-		ex := &examplepb.Example{}
-		if err := proto.Unmarshal(b, ex); err != nil {
-			return nil, &RecordError{Record: i, Err: fmt.Errorf("parse Example: %w", err)}
-		}
-		if keys != nil {
-			ex.DataSourceKey = keys[i]
-		}
-		exs[i] = ex
+	exs, err := unmarshalRecords(records, func() *examplepb.Example { return &examplepb.Example{} })
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		exs[i].DataSourceKey = k
 	}
 	return FromExamples(mem, exs, opts...)
 }
 
-// exampleCol collects the cells of one named feature, row by row.
-type exampleCol struct {
-	name       string
-	id, sorted int32
-	lastRow    int           // last row holding the feature; -1 before the first
-	cells      []exampleCell // one per row
-}
-
-// exampleCell is one row's cell of a feature: KindAbsent, KindNoFeature, or KindUnset for a
-// Feature, serialized at [off, off+size) of the row's record and parsed when the column is
-// built. It holds no pointer, so the garbage collector does not scan the cells.
-type exampleCell struct {
-	kind      Kind
-	off, size uint32
-}
-
-// exampleRow holds the Example-level fields of one row, as wire bytes.
-type exampleRow struct {
-	label     []byte // packed float values
-	iw        []byte // the 4 bytes of instance_weight; nil when absent
-	lineID    []byte // serialized LineId
-	hasLineID bool
-	dsk       uint32
-}
-
-// exampleWire decodes the records of one batch. Its slices hold the records' bytes; nothing
-// is copied until the columns are built.
-type exampleWire struct {
-	n       int
-	records [][]byte
-	cols    []*exampleCol // in first-appearance order
-	index   map[string]int
-	next    int // column expected for the row's next named feature (rows tend to agree)
-	rows    []exampleRow
-}
+// exampleWire decodes the records of one batch of Examples.
+type exampleWire struct{ rowWire }
 
 // decodeExamplesWire is the fast path of DecodeExamples; it reports false when the message
 // path must decode the records instead.
 func decodeExamplesWire(mem memory.Allocator, records [][]byte, keys []uint32, opts []Option) (arrow.RecordBatch, bool) {
-	n := len(records)
-	if n == 0 || !littleEndian {
-		return nil, false // the copies into Arrow buffers assume little-endian memory
-	}
-	d := &exampleWire{n: n, records: records, index: map[string]int{}, rows: make([]exampleRow, n)}
-	for r, b := range records {
-		if uint64(len(b)) > math.MaxUint32 || !d.record(r, b) {
-			return nil, false // cells locate Features with 32-bit offsets
-		}
-	}
-	rec, err := d.build(newRecordBuilder(mem, SourceExample, opts), keys)
-	if err != nil {
-		return nil, false // the message path reports the error, with the same precedence
-	}
-	return rec, true
+	d := &exampleWire{newRowWire(SourceExample, records)}
+	return d.decode(mem, keys, opts, d.record, nil)
 }
 
 // record reads the fields of one serialized Example into row r.
@@ -229,180 +171,11 @@ func (d *exampleWire) namedFeature(r int, b []byte, base int) bool {
 	}
 	c.lastRow = r
 	if featOff >= 0 {
-		c.cells[r] = exampleCell{kind: KindUnset, off: uint32(featOff), size: uint32(len(feat))}
+		c.cells[r] = wireRef{kind: KindUnset, off: uint32(featOff), size: uint32(len(feat))}
 	} else {
-		c.cells[r] = exampleCell{kind: KindNoFeature}
+		c.cells[r] = wireRef{kind: KindNoFeature}
 	}
 	return true
-}
-
-// column returns the column of a feature, creating it with absent cells on first use.
-func (d *exampleWire) column(name []byte) *exampleCol {
-	if i := d.next; i < len(d.cols) && d.cols[i].name == string(name) {
-		d.next++
-		return d.cols[i]
-	}
-	i, ok := d.index[string(name)]
-	if !ok {
-		c := &exampleCol{name: string(name), lastRow: -1, cells: make([]exampleCell, d.n)}
-		for j := range c.cells {
-			c.cells[j].kind = KindAbsent
-		}
-		i = len(d.cols)
-		d.cols = append(d.cols, c)
-		d.index[c.name] = i
-	}
-	d.next = i + 1
-	return d.cols[i]
-}
-
-// zeroFloat32 is the wire value of an absent instance_weight.
-var zeroFloat32 [4]byte
-
-// build makes the batch: the feature columns in first-appearance order, then the columns of
-// the Example-level fields, as FromExamples lays them out. On error rb is released.
-func (d *exampleWire) build(rb *recordBuilder, keys []uint32) (arrow.RecordBatch, error) {
-	cells := make([]wireCell, d.n) // scratch, one cell per row
-	for _, ec := range d.cols {
-		fc, err := d.feature(rb.mem, ec, cells)
-		if err != nil {
-			rb.release()
-			return nil, err
-		}
-		rb.cols = append(rb.cols, fc)
-	}
-	canonical := func(name string) error {
-		if _, ok := rb.wireCanonical(name, cells); !ok {
-			rb.release()
-			return fmt.Errorf("schemas/batch: internal: %s cells do not fit", name)
-		}
-		return nil
-	}
-	for r := range d.rows {
-		cells[r] = wireCell{kind: KindFloatList, data: d.rows[r].label}
-	}
-	if err := canonical(ListLabel); err != nil {
-		return nil, err
-	}
-	for r := range d.rows {
-		iw := d.rows[r].iw
-		if iw == nil {
-			iw = zeroFloat32[:]
-		}
-		cells[r] = wireCell{kind: KindFloatList, data: iw}
-	}
-	if err := canonical(ListInstanceWeight); err != nil {
-		return nil, err
-	}
-	var lid *matrixpb.LineId
-	for r := range d.rows {
-		row := &d.rows[r]
-		switch {
-		case !row.hasLineID:
-			cells[r] = wireCell{kind: KindUnset}
-		case canonicalLineID(row.lineID):
-			cells[r] = wireCell{kind: KindBytesList, data: row.lineID}
-		default:
-			// The message path stores the LineId re-encoded: do the same for this row.
-			if lid == nil {
-				lid = &matrixpb.LineId{}
-			}
-			b, err := reencodeLineID(lid, row.lineID)
-			if err != nil {
-				rb.release()
-				return nil, err
-			}
-			cells[r] = wireCell{kind: KindBytesList, data: b}
-		}
-	}
-	if err := canonical(ListLineID); err != nil {
-		return nil, err
-	}
-	dsk := rb.simple(ColDataSourceKey, RoleDataSourceKey, arrow.PrimitiveTypes.Uint32, false)
-	db := dsk.b.(*array.Uint32Builder)
-	db.Reserve(d.n)
-	for r := range d.rows {
-		k := d.rows[r].dsk
-		if keys != nil {
-			k = keys[r]
-		}
-		db.UnsafeAppend(k)
-	}
-	// Rows with raw features or unknown fields took the message path: no "__extra__".
-	return rb.finish(d.n)
-}
-
-// feature builds the column of one named feature: from the wire when every cell allows
-// it, else from a Feature message per cell. scratch holds a cell per row.
-func (d *exampleWire) feature(mem memory.Allocator, ec *exampleCol, scratch []wireCell) (*featureCol, error) {
-	newCol := func() *featureCol {
-		c := newFeatureCol(ec.name)
-		c.id, c.sorted, c.idSet = ec.id, ec.sorted, true
-		return c
-	}
-	wire := true
-	for r, cell := range ec.cells {
-		if cell.kind != KindUnset {
-			scratch[r] = wireCell{kind: cell.kind}
-			continue
-		}
-		wc, ok := parseWireCell(d.cellBytes(r, cell))
-		if !ok {
-			wire = false
-			break
-		}
-		scratch[r] = wc
-	}
-	if wire {
-		c := newCol()
-		err := c.buildWire(mem, scratch)
-		if err == nil {
-			return c, nil
-		}
-		c.release()
-		if err != errSlowList {
-			return nil, err
-		}
-	}
-	c := newCol()
-	if err := d.appendMessageCells(mem, c, ec.cells); err != nil {
-		c.release()
-		return nil, err
-	}
-	return c, nil
-}
-
-// cellBytes returns the serialized Feature of row r's cell.
-func (d *exampleWire) cellBytes(r int, cell exampleCell) []byte {
-	return d.records[r][cell.off : cell.off+cell.size]
-}
-
-// appendMessageCells appends the cells of one column the way FromExamples does, through a
-// Feature message per cell (reused from cell to cell).
-func (d *exampleWire) appendMessageCells(mem memory.Allocator, c *featureCol, cells []exampleCell) error {
-	var f *examplepb.Feature
-	for r, cell := range cells {
-		switch cell.kind {
-		case KindAbsent:
-			c.null(KindAbsent)
-			continue
-		case KindNoFeature:
-			if err := appendExampleCell(mem, c, nil); err != nil {
-				return err
-			}
-			continue
-		}
-		if f == nil {
-			f = &examplepb.Feature{}
-		}
-		if err := proto.Unmarshal(d.cellBytes(r, cell), f); err != nil {
-			return fmt.Errorf("schemas/batch: feature %q: parse Feature: %w", c.name, err)
-		}
-		if err := appendExampleCell(mem, c, f); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // reencodeLineID returns the bytes the message path stores for a serialized LineId: the

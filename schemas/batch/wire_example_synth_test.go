@@ -7,14 +7,13 @@ import (
 	"io"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/io/synth"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/batch/batchtest"
-	"github.com/monolith-go/monolith/schemas/examplepb"
 )
 
 // TestDecodeExamplesSynth compares the Example wire decoder with proto.Unmarshal +
@@ -22,6 +21,21 @@ import (
 // v1 and v2 fids, empty fid lists, repeated shared cells, a dense feature, labels, LineIds
 // and data source keys. Every batch must be decoded by the wire path itself.
 func TestDecodeExamplesSynth(t *testing.T) {
+	testDecodeSynth(t, batch.SourceExample, batch.DecodeExamplesWire, batch.SlowExamples)
+}
+
+// TestDecodeInstancesSynth is TestDecodeExamplesSynth for the Instance wire decoder and
+// io/synth's Instance files: v1 fids in the top-level fid field, v2 fids in named features.
+func TestDecodeInstancesSynth(t *testing.T) {
+	testDecodeSynth(t, batch.SourceInstance, batch.DecodeInstancesWire, batch.SlowInstances)
+}
+
+// testDecodeSynth generates files of type typ and compares, chunk by chunk, with and
+// without key overrides, the batches of the wire path (which must decode every chunk
+// itself) with those of the message path.
+func testDecodeSynth(t *testing.T, typ batch.Source,
+	wire func(memory.Allocator, [][]byte, []uint32) (arrow.RecordBatch, bool),
+	message func(memory.Allocator, [][]byte, []uint32) (arrow.RecordBatch, error)) {
 	for _, tc := range []struct {
 		name   string
 		config func(c *synth.Config)
@@ -32,7 +46,7 @@ func TestDecodeExamplesSynth(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := synth.DefaultConfig()
-			c.Type = batch.SourceExample
+			c.Type = typ
 			c.Rows, c.BatchRows = 300, 64
 			c.Features, c.Shared = 5, 2
 			c.FidsMin, c.FidsMax = 0, 4
@@ -51,29 +65,19 @@ func TestDecodeExamplesSynth(t *testing.T) {
 			for i, start := 0, 0; start < len(records); i, start = i+1, start+100 {
 				chunk := records[start:min(start+100, len(records))]
 				for _, keys := range [][]uint32{nil, make([]uint32, len(chunk))} {
-					wire, ok := batch.DecodeExamplesWire(mem, chunk, keys)
+					w, ok := wire(mem, chunk, keys)
 					if !ok {
 						t.Fatalf("chunk %d: the wire path did not decode the records", i)
 					}
-					exs := make([]*examplepb.Example, len(chunk))
-					for r, b := range chunk {
-						exs[r] = &examplepb.Example{}
-						if err := proto.Unmarshal(b, exs[r]); err != nil {
-							t.Fatal(err)
-						}
-						if keys != nil {
-							exs[r].DataSourceKey = keys[r]
-						}
-					}
-					msg, err := batch.FromExamples(mem, exs)
+					msg, err := message(mem, chunk, keys)
 					if err != nil {
 						t.Fatal(err)
 					}
-					batchtest.SameBatch(t, i, wire, msg)
-					if !wire.Schema().Metadata().Equal(msg.Schema().Metadata()) {
+					batchtest.SameBatch(t, i, w, msg)
+					if !w.Schema().Metadata().Equal(msg.Schema().Metadata()) {
 						t.Fatalf("chunk %d: schema metadata differs", i)
 					}
-					wire.Release()
+					w.Release()
 					msg.Release()
 				}
 			}

@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -19,10 +20,24 @@ import (
 	"github.com/monolith-go/monolith/schemas/prototest"
 )
 
-// DecodeExamplesWire exposes the fast path alone to the external tests of this package.
-var DecodeExamplesWire = func(mem memory.Allocator, records [][]byte, keys []uint32) (arrow.RecordBatch, bool) {
-	return decodeExamplesWire(mem, records, keys, nil)
+// The wire paths alone and the message paths, for the external tests of this package.
+var (
+	DecodeExamplesWire  = examplePaths.wireOnly
+	SlowExamples        = examplePaths.slowOnly
+	DecodeInstancesWire = instancePaths.wireOnly
+	SlowInstances       = instancePaths.slowOnly
+)
+
+// rowPaths are the wire path, the whole decoder and the message path of DecodeExamples or
+// DecodeInstances, and the conversion of a batch back to messages.
+type rowPaths[M proto.Message] struct {
+	wire   func(memory.Allocator, [][]byte, []uint32, []Option) (arrow.RecordBatch, bool)
+	decode decodeFunc
+	slow   func(memory.Allocator, [][]byte, []uint32, []Option) (arrow.RecordBatch, error)
+	back   func(arrow.RecordBatch) ([]M, error)
 }
+
+var examplePaths = rowPaths[*examplepb.Example]{decodeExamplesWire, DecodeExamples, slowExamples, ToExamples}
 
 // sameDecodes fails the test unless the wire and message paths both failed with the same
 // error or both gave equal batches (schema and its metadata included, NaNs equal). It
@@ -49,25 +64,33 @@ func sameDecodes(t testing.TB, fast arrow.RecordBatch, ferr error, slow arrow.Re
 	}
 }
 
-// diffExamples decodes records on both paths and compares the results; it reports whether
-// the wire path decoded them itself. Valid batches must also convert back to byte-identical
-// Examples (float bits included).
-func diffExamples(t testing.TB, records [][]byte, keys []uint32, opts ...Option) (wire bool) {
+func (p rowPaths[M]) wireOnly(mem memory.Allocator, records [][]byte, keys []uint32) (arrow.RecordBatch, bool) {
+	return p.wire(mem, records, keys, nil)
+}
+
+func (p rowPaths[M]) slowOnly(mem memory.Allocator, records [][]byte, keys []uint32) (arrow.RecordBatch, error) {
+	return p.slow(mem, records, keys, nil)
+}
+
+// diff decodes records on both paths and compares the results; it reports whether the
+// wire path decoded them itself. Valid batches must also convert back to byte-identical
+// messages (float bits included).
+func (p rowPaths[M]) diff(t testing.TB, records [][]byte, keys []uint32, opts ...Option) (wire bool) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	if rec, ok := decodeExamplesWire(mem, records, keys, opts); ok {
+	if rec, ok := p.wire(mem, records, keys, opts); ok {
 		rec.Release()
 		wire = true
 	}
-	fast, ferr := DecodeExamples(mem, records, keys, opts...)
-	slow, serr := slowExamples(mem, records, keys, opts)
+	fast, ferr := p.decode(mem, records, keys, opts...)
+	slow, serr := p.slow(mem, records, keys, opts)
 	if ferr == nil && serr == nil {
-		fb, ferr2 := ToExamples(fast)
-		sb, serr2 := ToExamples(slow)
+		fb, ferr2 := p.back(fast)
+		sb, serr2 := p.back(slow)
 		switch {
 		case (ferr2 == nil) != (serr2 == nil):
-			t.Errorf("ToExamples: wire %v, message %v", ferr2, serr2)
+			t.Errorf("converting back: wire %v, message %v", ferr2, serr2)
 		case ferr2 == nil:
 			for i := range fb {
 				if !bytes.Equal(mustMarshal(t, fb[i]), mustMarshal(t, sb[i])) {
@@ -78,6 +101,106 @@ func diffExamples(t testing.TB, records [][]byte, keys []uint32, opts ...Option)
 	}
 	sameDecodes(t, fast, ferr, slow, serr)
 	return wire
+}
+
+// same fails the test unless the decoder and the message path give the same batch or the
+// same error.
+func (p rowPaths[M]) same(t testing.TB, records [][]byte, keys []uint32) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	fast, ferr := p.decode(mem, records, keys)
+	slow, serr := p.slow(mem, records, keys, nil)
+	sameDecodes(t, fast, ferr, slow, serr)
+}
+
+// decodeCase is one input of TestDecodeExamples or TestDecodeInstances.
+type decodeCase struct {
+	name    string
+	records [][]byte
+	keys    []uint32
+	opts    []Option
+	wire    bool   // the wire path decodes them itself
+	err     string // the error contains this
+}
+
+// run checks every case: both paths agree, the wire path decodes the records itself or
+// not as the case says, and the decoder gives a batch of a row per record or the error.
+func (p rowPaths[M]) run(t *testing.T, cases []decodeCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if wire := p.diff(t, tc.records, tc.keys, tc.opts...); wire != tc.wire {
+				t.Errorf("wire path decoded the records: %v, want %v", wire, tc.wire)
+			}
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			rec, err := p.decode(mem, tc.records, tc.keys, tc.opts...)
+			if err != nil {
+				if tc.err == "" || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %q, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			defer rec.Release()
+			if tc.err != "" {
+				t.Fatalf("no error, want one containing %q", tc.err)
+			}
+			if rec.NumRows() != int64(len(tc.records)) {
+				t.Fatalf("%d rows for %d records", rec.NumRows(), len(tc.records))
+			}
+		})
+	}
+}
+
+// lineIDDecodeCases are the records {good, record(b)} for every LineId b of lineIDCases:
+// decoded on the wire path when b parses, else failing with parseErr.
+func lineIDDecodeCases(t testing.TB, good []byte, record func(testing.TB, []byte) []byte, parseErr string) []decodeCase {
+	var cases []decodeCase
+	for _, lc := range lineIDCases(t) {
+		tc := decodeCase{name: "LineId " + lc.name, records: [][]byte{good, record(t, lc.b)}, wire: lc.ok}
+		if !lc.ok {
+			tc.err = parseErr
+		}
+		if strings.Contains(lc.name, "unscannable") {
+			tc.wire, tc.err = false, "cannot parse LineId"
+		}
+		cases = append(cases, tc)
+	}
+	return cases
+}
+
+// allocs checks that the wire path allocates per batch and per column, not per row, on
+// the records rows(n) of n rows.
+func (p rowPaths[M]) allocs(t *testing.T, rows func(n int) [][]byte) {
+	mem := memory.NewGoAllocator()
+	allocs := func(n int) float64 {
+		records := rows(n)
+		return testing.AllocsPerRun(3, func() {
+			rec, err := p.decode(mem, records, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		})
+	}
+	small, large := allocs(64), allocs(1024)
+	if perRow := (large - small) / (1024 - 64); perRow > 0.05 {
+		t.Errorf("%.0f allocations for 64 rows, %.0f for 1024: %.3f per row", small, large, perRow)
+	}
+	t.Logf("%.0f allocations for 64 rows, %.0f for 1024", small, large)
+}
+
+// recordError checks that the decoder's error for records whose record 2 does not parse is
+// a *RecordError naming it, with the parse error the readers report ("parse <what>: ").
+func (p rowPaths[M]) recordError(t *testing.T, records [][]byte, what string) {
+	_, err := p.decode(memory.NewGoAllocator(), records, nil)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Record != 2 || !strings.HasPrefix(re.Err.Error(), "parse "+what+": ") {
+		t.Fatalf("error %v (%T), want a *RecordError for record 2", err, err)
+	}
+	if errors.Unwrap(err) != re.Err {
+		t.Errorf("RecordError does not unwrap to its parse error")
+	}
 }
 
 // Feature cells.
@@ -228,33 +351,13 @@ func TestCanonicalLineID(t *testing.T) {
 func TestDecodeExamples(t *testing.T) {
 	mk := func(exs ...*examplepb.Example) [][]byte { return marshalAll(t, exs) }
 	rng := rand.New(rand.NewPCG(11, 12))
-	fixture := func() [][]byte {
-		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-		defer mem.AssertSize(t, 0)
-		rec, err := FromExampleBatch(mem, fixtureBatch(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rec.Release()
-		exs, err := ToExamples(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mk(exs...)
-	}()
+	fixture := mk(fixtureRows(t, ToExamples)...)
 	good := mustMarshal(t, &examplepb.Example{NamedFeature: []*examplepb.NamedFeature{{Name: "a", Feature: prototest.FidV2(1)}}})
 	nf := func(fields ...[]byte) []byte { return rawField(nil, exNamedFeature, cat(fields...)) }
 	name := func(s string) []byte { return rawField(nil, nfName, []byte(s)) }
 	feat := func(f *examplepb.Feature) []byte { return rawField(nil, nfFeature, mustMarshal(t, f)) }
 
-	cases := []struct {
-		name    string
-		records [][]byte
-		keys    []uint32
-		opts    []Option
-		wire    bool   // the wire path decodes them itself
-		err     string // the error contains this
-	}{
+	cases := []decodeCase{
 		{"one row", mk(kindsExamples()[0]), nil, nil, true, ""},
 		{"kinds", mk(kindsExamples()...), nil, nil, true, ""},
 		{"kinds without LineId fields", mk(kindsExamples()...), nil, []Option{WithoutLineIDFields()}, true, ""},
@@ -306,51 +409,27 @@ func TestDecodeExamples(t *testing.T) {
 		{"bad Feature", [][]byte{good, nf(name("a"), rawField(nil, nfFeature, []byte{0x0a, 0x05}))}, nil, nil, false, "record 1: parse Example"},
 		{"no records", nil, nil, nil, false, ""},
 	}
-	for _, lc := range lineIDCases(t) {
-		tc := cases[0]
-		tc.name, tc.records, tc.wire, tc.err = "LineId "+lc.name, [][]byte{good, lineIDExample(t, lc.b)}, lc.ok, ""
-		if !lc.ok {
-			tc.err = "record 1: parse Example"
-		}
-		if strings.Contains(lc.name, "unscannable") {
-			tc.wire, tc.err = false, "cannot parse LineId"
-		}
-		cases = append(cases, tc)
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if wire := diffExamples(t, tc.records, tc.keys, tc.opts...); wire != tc.wire {
-				t.Errorf("wire path decoded the records: %v, want %v", wire, tc.wire)
-			}
-			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-			defer mem.AssertSize(t, 0)
-			rec, err := DecodeExamples(mem, tc.records, tc.keys, tc.opts...)
-			if err != nil {
-				if tc.err == "" || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %q, want one containing %q", err, tc.err)
-				}
-				return
-			}
-			defer rec.Release()
-			if tc.err != "" {
-				t.Fatalf("no error, want one containing %q", tc.err)
-			}
-			if rec.NumRows() != int64(len(tc.records)) {
-				t.Fatalf("%d rows for %d records", rec.NumRows(), len(tc.records))
-			}
-		})
-	}
+	examplePaths.run(t, append(cases, lineIDDecodeCases(t, good, lineIDExample, "record 1: parse Example")...))
 }
 
 // TestDecodeExamplesKeys: keys replace every record's data_source_key (the readers' header
 // override), on the wire path as on the message path.
 func TestDecodeExamplesKeys(t *testing.T) {
+	examplePaths.keys(t, marshalAll(t, kindsExamples()), []uint32{4, 0, 0, math.MaxUint32}, nil)
+}
+
+// keys checks that keys replace the data_source_key of every record on the wire path, and
+// that without them row r keeps its own key, own[r], or is null when null[r]; and that the
+// decoder rejects too few keys.
+func (p rowPaths[M]) keys(t *testing.T, records [][]byte, own []uint32, null []bool) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	records := marshalAll(t, kindsExamples())
-	keys := []uint32{7, 0, math.MaxUint32, 3}
+	keys := make([]uint32, len(records))
+	for i := range keys {
+		keys[i] = math.MaxUint32 - uint32(i)
+	}
 	for _, keys := range [][]uint32{nil, keys} {
-		rec, ok := decodeExamplesWire(mem, records, keys, nil)
+		rec, ok := p.wire(mem, records, keys, nil)
 		if !ok {
 			t.Fatal("the wire path did not decode the records")
 		}
@@ -358,18 +437,19 @@ func TestDecodeExamplesKeys(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s is %s", ColDataSourceKey, rec.Column(rec.Schema().FieldIndices(ColDataSourceKey)[0]).DataType())
 		}
-		want := []uint32{4, 0, 0, math.MaxUint32} // the messages' own keys
+		want, wantNull := own, null
 		if keys != nil {
-			want = keys
+			want, wantNull = keys, nil
 		}
 		for r, k := range want {
-			if col.Value(r) != k {
-				t.Errorf("keys %v: row %d data_source_key %d, want %d", keys, r, col.Value(r), k)
+			isNull := wantNull != nil && wantNull[r]
+			if col.IsNull(r) != isNull || !isNull && col.Value(r) != k {
+				t.Errorf("keys %v: row %d data_source_key %d (null %v), want %d (null %v)", keys, r, col.Value(r), col.IsNull(r), k, isNull)
 			}
 		}
 		rec.Release()
 	}
-	if _, err := DecodeExamples(mem, records, keys[:2]); err == nil || !strings.Contains(err.Error(), "2 data source keys for 4 records") {
+	if _, err := p.decode(mem, records, keys[:1]); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("1 data source keys for %d records", len(records))) {
 		t.Errorf("short keys: %v", err)
 	}
 }
@@ -378,34 +458,12 @@ func TestDecodeExamplesKeys(t *testing.T) {
 // with the parse error the readers report.
 func TestDecodeExamplesRecordError(t *testing.T) {
 	good := mustMarshal(t, &examplepb.Example{Label: []float32{1}})
-	_, err := DecodeExamples(memory.NewGoAllocator(), [][]byte{good, good, {0x0a, 0x09}}, nil)
-	var re *RecordError
-	if !errors.As(err, &re) || re.Record != 2 || !strings.HasPrefix(re.Err.Error(), "parse Example: ") {
-		t.Fatalf("error %v (%T), want a *RecordError for record 2", err, err)
-	}
-	if errors.Unwrap(err) != re.Err {
-		t.Errorf("RecordError does not unwrap to its parse error")
-	}
+	examplePaths.recordError(t, [][]byte{good, good, {0x0a, 0x09}}, "Example")
 }
 
 // TestDecodeExamplesAllocs: the wire path allocates per batch and per column, not per row.
 func TestDecodeExamplesAllocs(t *testing.T) {
-	mem := memory.NewGoAllocator()
-	allocs := func(rows int) float64 {
-		records := marshalAll(t, syntheticExamples(3, rows))
-		return testing.AllocsPerRun(3, func() {
-			rec, err := DecodeExamples(mem, records, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec.Release()
-		})
-	}
-	small, large := allocs(64), allocs(1024)
-	if perRow := (large - small) / (1024 - 64); perRow > 0.05 {
-		t.Errorf("%.0f allocations for 64 rows, %.0f for 1024: %.3f per row", small, large, perRow)
-	}
-	t.Logf("%.0f allocations for 64 rows, %.0f for 1024", small, large)
+	examplePaths.allocs(t, func(n int) [][]byte { return marshalAll(t, syntheticExamples(3, n)) })
 }
 
 // splitRecords cuts fuzz input into records, each framed by a varint length; an invalid
@@ -446,6 +504,13 @@ func FuzzDecodeExamples(f *testing.F) {
 		f.Add(joinRecords([][]byte{lineIDExample(f, lc.b)}), false)
 	}
 	f.Add([]byte{}, false)
+	examplePaths.fuzz(f)
+}
+
+// fuzz runs the fuzz target of DecodeExamples or DecodeInstances: the decoder and the
+// message path agree on the records of the input (see splitRecords), with keys overriding
+// the messages' own when the second argument says so.
+func (p rowPaths[M]) fuzz(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, override bool) {
 		records := splitRecords(data)
 		var keys []uint32
@@ -455,10 +520,6 @@ func FuzzDecodeExamples(f *testing.F) {
 				keys[i] = uint32(i)*0x9e3779b9 + 1
 			}
 		}
-		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-		defer mem.AssertSize(t, 0)
-		fast, ferr := DecodeExamples(mem, records, keys)
-		slow, serr := slowExamples(mem, records, keys, nil)
-		sameDecodes(t, fast, ferr, slow, serr)
+		p.same(t, records, keys)
 	})
 }
