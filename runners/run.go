@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,14 +215,19 @@ const markerPrefix = "beamloopbackworker-"
 // come from the kernel's coarse clock.
 const markerSlack = time.Second
 
+// markerStale is the age from which a marker is an orphan of an ended run (a process that
+// exited or was killed before removing its own): staging reads a marker within moments
+// of its creation.
+const markerStale = time.Hour
+
 // removeLoopbackMarkers deletes the markers of the run that started at start (runs in
-// this process are serialized): empty files created since, that this process holds open
-// or, if the SDK's file has already been closed by its finalizer, that no other process
-// holds open. Another process on the machine (a second worker of a cluster) may have
-// created one meanwhile and not staged it yet; the SDK never closes the file it creates,
-// so its creator holds it open until it is staged, and it is left alone. The temp dir is
-// read once, unsorted, and other processes' file tables only when needed: this runs
-// after every pipeline, and /tmp may hold thousands of entries.
+// this process are serialized) — empty files created since — and orphans older than
+// markerStale, unless another process holds them open: another process on the machine
+// (a second worker of a cluster) may have created one and not staged it yet; the SDK
+// never closes the file it creates, so its creator holds it open until it is staged (and
+// later, until the file's finalizer runs). This runs after every pipeline: the temp dir
+// is read once, unsorted, and other processes' file tables only for markers this process
+// does not hold.
 func removeLoopbackMarkers(start time.Time) {
 	dir := os.TempDir()
 	d, err := os.Open(dir)
@@ -232,33 +236,32 @@ func removeLoopbackMarkers(start time.Time) {
 	}
 	names, _ := d.Readdirnames(-1)
 	_ = d.Close()
-	var fresh []string
+	cands := map[string]bool{}
 	for _, n := range names {
 		if !strings.HasPrefix(n, markerPrefix) {
 			continue
 		}
 		p := filepath.Join(dir, n)
-		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Size() == 0 && !st.ModTime().Before(start.Add(-markerSlack)) {
-			fresh = append(fresh, p)
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() || st.Size() != 0 {
+			continue
+		}
+		if t := st.ModTime(); !t.Before(start.Add(-markerSlack)) || t.Before(time.Now().Add(-markerStale)) {
+			cands[p] = true
 		}
 	}
-	if len(fresh) == 0 {
+	if len(cands) == 0 {
 		return
 	}
-	mine := openBy(fresh, "self")
-	var others []string
-	for _, p := range fresh {
-		if mine[p] {
-			_ = os.Remove(p)
-		} else {
-			others = append(others, p)
-		}
+	for p := range openBy(cands, "self") {
+		_ = os.Remove(p)
+		delete(cands, p)
 	}
-	if len(others) == 0 {
+	if len(cands) == 0 {
 		return
 	}
-	busy := openElsewhere(others)
-	for _, p := range others {
+	busy := openElsewhere(cands)
+	for p := range cands {
 		if !busy[p] {
 			_ = os.Remove(p)
 		}
@@ -267,11 +270,11 @@ func removeLoopbackMarkers(start time.Time) {
 
 // openBy reports which of paths the process proc ("self" or a pid) holds open (Linux
 // /proc; none elsewhere).
-func openBy(paths []string, proc string) map[string]bool {
+func openBy(paths map[string]bool, proc string) map[string]bool {
 	out := map[string]bool{}
 	fds, _ := os.ReadDir(filepath.Join("/proc", proc, "fd"))
 	for _, fd := range fds {
-		if target, err := os.Readlink(filepath.Join("/proc", proc, "fd", fd.Name())); err == nil && slices.Contains(paths, target) {
+		if target, err := os.Readlink(filepath.Join("/proc", proc, "fd", fd.Name())); err == nil && paths[target] {
 			out[target] = true
 		}
 	}
@@ -280,7 +283,7 @@ func openBy(paths []string, proc string) map[string]bool {
 
 // openElsewhere reports which of paths another process holds open (Linux /proc; none
 // elsewhere).
-func openElsewhere(paths []string) map[string]bool {
+func openElsewhere(paths map[string]bool) map[string]bool {
 	out := map[string]bool{}
 	self := strconv.Itoa(os.Getpid())
 	procs, _ := os.ReadDir("/proc")

@@ -205,8 +205,9 @@ func TestMarkersOfOtherProcessesStay(t *testing.T) {
 }
 
 // TestMarkersOfTheRun: the cleanup removes the markers of the run, the one this process
-// still holds open included, and leaves alone those older than the run, empty or not,
-// and files that only look like markers.
+// still holds open included, and orphans older than markerStale, and leaves alone
+// markers of earlier runs that may still be staging, files that are not empty, and
+// directories.
 func TestMarkersOfTheRun(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -236,7 +237,8 @@ func TestMarkersOfTheRun(t *testing.T) {
 	}
 	defer held.Close()
 	closed := mk("", 0)
-	old := mk("", time.Hour)
+	earlier := mk("", time.Minute)
+	orphan := mk("", 2*markerStale)
 	full := mk("x", 0)
 	if err := os.Mkdir(filepath.Join(tmp, markerPrefix+"dir"), 0o755); err != nil {
 		t.Fatal(err)
@@ -249,7 +251,8 @@ func TestMarkersOfTheRun(t *testing.T) {
 	}{
 		{"held by this process", held.Name(), false},
 		{"closed, created during the run", closed, false},
-		{"older than the run", old, true},
+		{"from an earlier run", earlier, true},
+		{"an orphan", orphan, false},
 		{"not empty", full, true},
 		{"a directory", filepath.Join(tmp, markerPrefix+"dir"), true},
 	} {
