@@ -173,9 +173,16 @@ func (t *Table) ScanEncoded(dir string, fn func(fid int64, enc []byte) error) er
 }
 
 // Verify reads every table of the version folder dir back and compares it with src row by
-// row: the same fids in the same order (less the skipped all-zero rows), each value equal
-// to the checkpoint's through its codec (bit for bit; fp32 exactly the checkpoint's).
+// row: the same fids (less the skipped all-zero rows) in ascending order, each value equal
+// to the checkpoint's through its codec (bit for bit; fp32 exactly the checkpoint's). The
+// checkpoint's rows are sorted as Write sorts them, beyond sortBudget bytes through
+// temporary files beside the version folder.
 func Verify(ctx context.Context, dir string, src *export.Source) error {
+	return verify(ctx, dir, src, sortBudget)
+}
+
+// verify is Verify sorting at most budget bytes of the checkpoint's rows in memory.
+func verify(ctx context.Context, dir string, src *export.Source, budget int) error {
 	m, err := Open(dir)
 	if err != nil {
 		return err
@@ -184,38 +191,64 @@ func Verify(ctx context.Context, dir string, src *export.Source) error {
 		return fmt.Errorf("servingmodel: verify %s: %d tables, the checkpoint has %d", dir, len(m.Tables), len(src.Tables))
 	}
 	for i, t := range m.Tables {
-		if err := t.verify(ctx, dir, src.Tables[i]); err != nil {
+		if err := t.verify(ctx, dir, src.Tables[i], budget); err != nil {
 			return fmt.Errorf("servingmodel: verify %s table %q: %w", dir, t.Name, err)
 		}
 	}
 	return nil
 }
 
-// verify reads t's file alongside a scan of the checkpoint table st.
-func (t *Table) verify(ctx context.Context, dir string, st *export.Table) error {
+// verify reads t's file alongside the rows of the checkpoint table st, sorted by fid: each
+// a record of the fid and its Dim values in fp32.
+func (t *Table) verify(ctx context.Context, dir string, st *export.Table, budget int) (err error) {
 	rr, err := t.open(dir)
 	if err != nil {
 		return err
 	}
 	defer rr.f.Close()
-	got, want, row := make([]float32, t.Dim), make([]float32, t.Dim), make([]byte, t.RowBytes)
+	sorter := newRecordSorter(entryHeaderSize+4*t.Dim, budget, st.Entries, filepath.Dir(dir), tmpPrefix+"verify-"+filepath.Base(dir)+"-*")
+	defer func() {
+		if cerr := sorter.close(); err == nil {
+			err = cerr
+		}
+	}()
+	rec := make([]byte, entryHeaderSize+4*t.Dim)
 	err = st.Scan(ctx, func(d *hashtablepb.EntryDump) error {
-		if t.SkipZero && zeroRow(d.GetNum()) {
+		num := d.GetNum()
+		if t.SkipZero && zeroRow(num) {
 			return nil
+		}
+		if len(num) != t.Dim {
+			return fmt.Errorf("fid %d has %d values, the table dim is %d", d.GetId(), len(num), t.Dim)
+		}
+		binary.LittleEndian.PutUint64(rec, uint64(d.GetId()))
+		for k, x := range num {
+			binary.LittleEndian.PutUint32(rec[entryHeaderSize+4*k:], math.Float32bits(x))
+		}
+		return sorter.add(rec)
+	})
+	if err != nil {
+		return err
+	}
+	got, want, num, row := make([]float32, t.Dim), make([]float32, t.Dim), make([]float32, t.Dim), make([]byte, t.RowBytes)
+	err = sorter.each(func(rec []byte) error {
+		id := int64(fidOf(rec))
+		for k := range num {
+			num[k] = math.Float32frombits(binary.LittleEndian.Uint32(rec[entryHeaderSize+4*k:]))
 		}
 		fid, ok, err := rr.next(got)
 		switch {
 		case err != nil:
 			return err
 		case !ok:
-			return fmt.Errorf("the checkpoint has fid %d after the %d rows written", d.GetId(), rr.n)
-		case fid != d.GetId():
-			return fmt.Errorf("row %d: fid %d, the checkpoint has %d", rr.n-1, fid, d.GetId())
+			return fmt.Errorf("the checkpoint has fid %d after the %d rows written", id, rr.n)
+		case fid != id:
+			return fmt.Errorf("row %d: fid %d, the checkpoint has %d", rr.n-1, fid, id)
 		}
-		t.Store(want, d.GetNum(), row)
+		t.Store(want, num, row)
 		for k := range got {
 			if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
-				return fmt.Errorf("fid %d value %d: %v, the checkpoint's %v stores as %v", fid, k, got[k], d.GetNum()[k], want[k])
+				return fmt.Errorf("fid %d value %d: %v, the checkpoint's %v stores as %v", fid, k, got[k], num[k], want[k])
 			}
 		}
 		return nil

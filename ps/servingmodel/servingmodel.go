@@ -4,6 +4,7 @@
 package servingmodel
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/ps/compress"
@@ -57,7 +59,8 @@ type Segment struct {
 }
 
 // Table is one served table: its rows in File, each an 8-byte fid then the segments'
-// encodings, RowBytes in all.
+// encodings, RowBytes in all; Write writes them in ascending order of fid as an unsigned
+// number (versions written before may hold them in any order).
 type Table struct {
 	Name     string    `json:"name"`
 	Dim      int       `json:"dim"`
@@ -144,7 +147,14 @@ type Result struct {
 // Write exports the tables of src with spec as version of model name under base: into a
 // temporary folder beside it, renamed to {base}/{name}/{version} when complete, then the
 // marker {version}.write.done. An existing version is an error (versions are immutable).
+// Each table file holds its rows in ascending fid order (as unsigned numbers), which lets
+// a server index them as it reads them; a fid twice in the checkpoint is an error.
 func Write(ctx context.Context, base, name string, version int64, spec Spec, src *export.Source) (Result, error) {
+	return write(ctx, base, name, version, spec, src, sortBudget)
+}
+
+// write is Write sorting at most budget bytes of rows in memory.
+func write(ctx context.Context, base, name string, version int64, spec Spec, src *export.Source, budget int) (Result, error) {
 	if name == "" || filepath.Base(name) != name || version < 0 {
 		return Result{}, fmt.Errorf("servingmodel: model name %q and version %d: want a plain name and a version ≥ 0", name, version)
 	}
@@ -161,7 +171,7 @@ func Write(ctx context.Context, base, name string, version int64, spec Spec, src
 		return Result{}, fmt.Errorf("servingmodel: %w", err)
 	}
 	m := &Manifest{FormatVersion: FormatVersion, Name: name, Version: version, Spec: spec}
-	res, err := writeTables(ctx, tmp, m, src)
+	res, err := writeTables(ctx, tmp, m, src, budget)
 	if err == nil {
 		var b []byte
 		if b, err = json.MarshalIndent(m, "", "  "); err == nil {
@@ -202,8 +212,10 @@ func NewTable(name string, dim int, cfg *hashtablepb.EmbeddingHashTableConfig) (
 		RowBytes: rowBytes(spans), spans: spans}, nil
 }
 
-// writeTables writes every table of src into tmp in SERVING form and records it in m.
-func writeTables(ctx context.Context, tmp string, m *Manifest, src *export.Source) (Result, error) {
+// writeTables writes every table of src into tmp in SERVING form and records it in m,
+// each table's rows in ascending fid order: sorted in memory up to budget bytes of rows,
+// beyond that through sorted runs spilled into tmp.
+func writeTables(ctx context.Context, tmp string, m *Manifest, src *export.Source, budget int) (Result, error) {
 	var res Result
 	for i, st := range src.Tables {
 		t, err := NewTable(st.Name, st.Dim, st.Config())
@@ -211,43 +223,76 @@ func writeTables(ctx context.Context, tmp string, m *Manifest, src *export.Sourc
 			return res, err
 		}
 		t.File = fmt.Sprintf("%03d-%s%s", i, safeName(st.Name), tableSuffix)
-		f, err := os.OpenFile(filepath.Join(tmp, t.File), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return res, err
-		}
-		h := crc32.New(castagnoli)
-		w := &countWriter{w: io.MultiWriter(f, h)}
-		row := make([]byte, t.RowBytes)
-		err = st.Scan(ctx, func(d *hashtablepb.EntryDump) error {
-			num := d.GetNum()
-			if len(num) != t.Dim {
-				return fmt.Errorf("fid %d has %d values, the table dim is %d", d.GetId(), len(num), t.Dim)
-			}
-			if t.SkipZero && zeroRow(num) {
-				res.Skipped++
-				return nil
-			}
-			t.encode(row, d.GetId(), num)
-			t.Entries++
-			_, err := w.Write(row)
-			return err
-		})
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		skipped, err := t.write(ctx, tmp, st, budget)
 		if err != nil {
 			return res, fmt.Errorf("table %q: %w", st.Name, err)
 		}
-		t.Bytes, t.CRC32C = w.n, h.Sum32()
 		m.Tables = append(m.Tables, t)
 		res.Tables++
+		res.Skipped += skipped
 		res.Entries += t.Entries
 		res.Bytes += t.Bytes
 	}
 	return res, nil
+}
+
+// write writes the rows of st into t.File under tmp, sorted by fid, and sets t's entry
+// count, size and checksum; skipped is the all-zero rows left out.
+func (t *Table) write(ctx context.Context, tmp string, st *export.Table, budget int) (skipped uint64, err error) {
+	sorter := newRecordSorter(t.RowBytes, budget, st.Entries, tmp, ".sort-"+strings.TrimSuffix(t.File, tableSuffix)+"-*")
+	defer func() {
+		if cerr := sorter.close(); err == nil {
+			err = cerr
+		}
+	}()
+	row := make([]byte, t.RowBytes)
+	err = st.Scan(ctx, func(d *hashtablepb.EntryDump) error {
+		num := d.GetNum()
+		if len(num) != t.Dim {
+			return fmt.Errorf("fid %d has %d values, the table dim is %d", d.GetId(), len(num), t.Dim)
+		}
+		if t.SkipZero && zeroRow(num) {
+			skipped++
+			return nil
+		}
+		t.encode(row, d.GetId(), num)
+		return sorter.add(row)
+	})
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.OpenFile(filepath.Join(tmp, t.File), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	h := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	w := &countWriter{w: io.MultiWriter(bw, h)}
+	var last uint64
+	err = sorter.each(func(row []byte) error {
+		fid := fidOf(row)
+		if t.Entries > 0 && fid == last {
+			return fmt.Errorf("fid %d twice in the checkpoint", int64(fid))
+		}
+		t.Entries++
+		last = fid
+		_, err := w.Write(row)
+		return err
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	t.Bytes, t.CRC32C = w.n, h.Sum32()
+	return skipped, nil
 }
 
 // encode writes fid and the row's segments into row.
