@@ -22,7 +22,7 @@ build:
 # processes, which -race in the test binary slows by a minute and does not check.
 NORACE_PKG  ?= ./cmd/monolith
 NORACE_RUN  ?= ^(TestOutOfProcess|TestBench|TestAgentDemo|TestServeDemo|TestCtlAgainstTrain|TestCluster|TestClusterInterrupt|TestClusterZooKeeper|TestClusterChildFails|TestClusterSurvivesPSKill|TestTLSCommands|TestServeEndToEnd|TestHandStartedProcesses)$$
-RACE_PKGS   ?= ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... \
+RACE_PKGS   ?= ./benchmarks ./io/synth ./io/fileops ./kernels/layout ./kernels/shard ./transforms/... \
 	./pipelines/readlayout ./pipelines/validate ./pipelines/train ./pipelines/train/controller ./runners/... \
 	./ps/client ./ps/discovery ./ps/filter ./ps/pause ./ps/server ./ps/server/codec ./ps/servingmodel ./ps/table \
 	./serving/agent ./serving/agentctl ./serving/modelmgr ./serving/replica ./serving/tfs ./serving/zk \

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
@@ -94,9 +96,7 @@ func WriteDecodeInput(path string, typ batch.Source, records int) (int64, error)
 // DecodeFile decodes the file WriteDecodeInput wrote into Arrow batches of DefaultShape.Rows
 // rows, releasing each, and returns the rows decoded.
 func DecodeFile(ctx context.Context, path string, typ batch.Source) (int64, error) {
-	o := dataset.Options{Type: typ, BatchRows: DefaultShape.Rows}
-	o.Record.PB.HasSortID = true
-	r, err := dataset.Open([]string{path}, o)
+	r, err := openDecodeInput(path, typ)
 	if err != nil {
 		return 0, err
 	}
@@ -111,5 +111,63 @@ func DecodeFile(ctx context.Context, path string, typ batch.Source) (int64, erro
 		}
 		rows += rec.NumRows()
 		rec.Release()
+	}
+}
+
+// openDecodeInput opens a file WriteDecodeInput wrote.
+func openDecodeInput(path string, typ batch.Source) (*dataset.Reader, error) {
+	o := dataset.Options{Type: typ, BatchRows: DefaultShape.Rows}
+	o.Record.PB.HasSortID = true
+	return dataset.Open([]string{path}, o)
+}
+
+// DecodeFileParallel is DecodeFile on workers goroutines: this goroutine frames the file
+// into chunks of records (dataset.Reader.NextChunk) and the workers decode them into
+// batches, as the pipelines' read step does.
+func DecodeFileParallel(ctx context.Context, path string, typ batch.Source, workers int) (int64, error) {
+	r, err := openDecodeInput(path, typ)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan *dataset.Chunk, workers)
+	var (
+		rows atomic.Int64
+		wg   sync.WaitGroup
+		once sync.Once
+		werr error
+	)
+	for range max(1, workers) {
+		wg.Go(func() {
+			for c := range chunks {
+				rec, err := c.Decode()
+				if err != nil {
+					once.Do(func() { werr = err })
+					cancel()
+					continue
+				}
+				rows.Add(rec.NumRows())
+				rec.Release()
+			}
+		})
+	}
+	for {
+		c, err := r.NextChunk(ctx)
+		if err != nil {
+			close(chunks)
+			wg.Wait()
+			if werr != nil {
+				return rows.Load(), werr
+			}
+			if errors.Is(err, io.EOF) {
+				return rows.Load(), nil
+			}
+			return rows.Load(), err
+		}
+		select {
+		case chunks <- c:
+		case <-ctx.Done():
+		}
 	}
 }
