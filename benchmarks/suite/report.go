@@ -14,7 +14,7 @@ var sectionTitles = map[string]string{
 	SectionDecode:   "Issue 2 — decode: file bytes → Arrow batches",
 	SectionKernels:  "Issue 3 — kernels: sharding_sparse_fids and fused_embedding_to_layout v5",
 	SectionPipeline: "Issue 4 — Beam pipeline vs plain loop (read → parse → shard → layout)",
-	SectionTrain:    "Issue 18 — training: Beam pipeline vs plain loop",
+	SectionTrain:    "Issue 18 — training: Beam pipeline vs plain loop; issue 22: PS shards, gRPC, monolith cluster, DeepFM",
 	SectionPS:       "Issue 5 — parameter server",
 	SectionServe:    "Issue 21 — serving: Predict over gRPC vs in process, a served version's memory",
 	SectionPeer:     "Issue 7 — layout against a NumPy peer",

@@ -39,7 +39,11 @@ type Options struct {
 	// CPUProfile, when set, is a directory for CPU profiles of the pipeline section's child
 	// processes (benchmarks/pipeline.Plan.CPUProfile).
 	CPUProfile string
-	Log        *slog.Logger
+	// Monolith is the monolith binary the train section runs as `monolith cluster`
+	// (default: this executable, which is monolith under `monolith bench`; a test binary
+	// must set it).
+	Monolith string
+	Log      *slog.Logger
 }
 
 // Sections of a run, in report order.
@@ -74,7 +78,10 @@ type size struct {
 	trainRows   int64
 	trainFiles  int
 	trainScales []int
-	kernelRows  int // batch rows of the batch-size sweep at 1×
+	// repetitions of each other training configuration (trainSetups, the cluster), at the
+	// largest training scale only
+	trainConfigReps int
+	kernelRows      int // batch rows of the batch-size sweep at 1×
 	// the input-size scaling of the kernels: streams of streamBatches×scale batches of
 	// streamRows rows, cycling through streamDistinct distinct batches
 	streamRows, streamBatches, streamDistinct int
@@ -99,14 +106,14 @@ func sizeOf(suite string) (size, error) {
 		s.streamRows, s.streamBatches, s.streamDistinct = 256, 4, 4
 		s.streamRows, s.streamBatches, s.streamDistinct = 256, 4, 4
 		s.pipe.BaseRows, s.pipe.BaseFiles = 4096, 2
-		s.trainRows, s.trainFiles, s.trainScales = 32768, 2, []int{1, 4}
+		s.trainRows, s.trainFiles, s.trainScales, s.trainConfigReps = 32768, 2, []int{1, 4}, 5
 	case Full:
 		s.budget = 300 * time.Millisecond
 		s.decodeRecs = 8
 		s.peerCases = []string{"s61", "large"}
 		s.psN, s.psApplyN, s.psGRPCN = 10_000_000, 1_000_000, 1_000_000
 		s.pipe.BaseRows, s.pipe.BaseFiles = 65536, 4
-		s.trainRows, s.trainFiles, s.trainScales = 131072, 2, []int{1, 4}
+		s.trainRows, s.trainFiles, s.trainScales, s.trainConfigReps = 131072, 2, []int{1, 4}, 5
 		s.pipeStartup = true
 		s.quietWait = 30 * time.Second
 		s.streamRows, s.streamBatches, s.streamDistinct = 1024, 8, 8
@@ -119,7 +126,8 @@ func sizeOf(suite string) (size, error) {
 		s.peerCases = []string{"s61"}
 		s.psN, s.psApplyN, s.psGRPCN = 20_000, 5_000, 5_000
 		s.pipe.BaseRows, s.pipe.BaseFiles = 512, 1
-		s.trainRows, s.trainFiles, s.trainScales = 2048, 1, []int{1}
+		// 2 files: each worker of the cluster configuration reads whole files
+		s.trainRows, s.trainFiles, s.trainScales, s.trainConfigReps = 2048, 2, []int{1}, 1
 		s.scales = []int{1, 2}
 		s.kernelRows = 16
 		s.streamRows, s.streamBatches, s.streamDistinct = 16, 2, 2

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,10 +198,11 @@ func TestPlots(t *testing.T) {
 // minimal inputs, and checks what it wrote.
 func TestRunTiny(t *testing.T) {
 	out := t.TempDir()
-	res, err := Run(context.Background(), Options{Suite: Tiny, Out: out})
+	res, err := Run(context.Background(), Options{Suite: Tiny, Out: out, Monolith: buildMonolith(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkTrainFigures(t, res.Figures)
 	sections := map[string]int{}
 	for _, f := range res.Figures {
 		sections[f.Section]++
@@ -238,6 +241,137 @@ func TestRunTiny(t *testing.T) {
 	}
 	if err != nil || len(back.Figures) != len(res.Figures) {
 		t.Fatalf("results.json: %v, %d figures, want %d", err, len(back.Figures), len(res.Figures))
+	}
+}
+
+// buildMonolith builds the monolith binary, which the train section runs as `monolith
+// cluster` (this test binary is not one).
+func buildMonolith(t *testing.T) string {
+	t.Helper()
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to build monolith: %v", err)
+	}
+	exe := filepath.Join(t.TempDir(), "monolith")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, gocmd, "build", "-o", exe, "github.com/monolith-go/monolith/cmd/monolith").CombinedOutput(); err != nil {
+		t.Fatalf("go build monolith: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// checkTrainFigures checks that the train section measured every configuration of
+// issue 22, under the names RESULTS.md's history uses, each with positive values.
+func checkTrainFigures(t *testing.T, figs []Figure) {
+	t.Helper()
+	sz, err := sizeOf(Tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := fmt.Sprintf("(%d examples)", sz.trainRows*int64(sz.trainScales[len(sz.trainScales)-1]))
+	want := []string{
+		"training pipeline vs loop, 1× (",
+		"FM training examples per CPU-second, train-pipeline, 1× (",
+		"FM training examples per CPU-second, train-loop, 1× (",
+		"training pipeline vs loop, FM, 1 PS shard in process, 1× (",
+		"FM training examples per CPU-second, train-pipeline, 1 PS shard in process, 1× (",
+		"FM training examples per CPU-second, train-loop, 1 PS shard in process, 1× (",
+		"training pipeline vs loop, FM, 2 PS shards by address, 1× (",
+		"FM training examples per CPU-second, train-pipeline, 2 PS shards by address, 1× (",
+		"FM training examples per CPU-second, train-loop, 2 PS shards by address, 1× (",
+		"training pipeline vs loop, DeepFM, 2 PS shards in process, 1× (",
+		"DeepFM training examples per CPU-second, train-pipeline, 2 PS shards in process, 1× (",
+		"DeepFM training examples per CPU-second, train-loop, 2 PS shards in process, 1× (",
+		"FM training examples/s, 2 workers, 2 PS shards (monolith cluster), 1× (",
+		"FM training examples per CPU-second, 2 workers, 2 PS shards (monolith cluster), 1× (",
+	}
+	var train []Figure
+	for _, f := range figs {
+		if f.Section == SectionTrain {
+			train = append(train, f)
+		}
+	}
+	if len(train) != len(want) {
+		t.Errorf("train section: %d figures, want %d", len(train), len(want))
+	}
+	for _, prefix := range want {
+		var found []Figure
+		for _, f := range train {
+			if strings.HasPrefix(f.Name, prefix) {
+				found = append(found, f)
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("%d train figures named %q…, want 1", len(found), prefix)
+			continue
+		}
+		f := found[0]
+		if !strings.HasSuffix(f.Name, examples) {
+			t.Errorf("%s: want every run's %s", f.Name, examples)
+		}
+		if len(f.Values) == 0 {
+			t.Errorf("%s: no values", f.Name)
+		}
+		for _, v := range append(slices.Clone(f.Values), f.Base...) {
+			if !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s: value %g", f.Name, v)
+			}
+		}
+		if strings.HasPrefix(f.Name, "training pipeline vs loop") && (len(f.Base) != len(f.Values) || len(f.Ratios) != len(f.Values)) {
+			t.Errorf("%s: %d values, %d loop values, %d ratios", f.Name, len(f.Values), len(f.Base), len(f.Ratios))
+		}
+		fm := strings.HasPrefix(f.Name, "FM training examples per CPU-second")
+		if per := f.Target != nil && f.Target.On == OnValue; per != fm {
+			t.Errorf("%s: the per-core target %v, want it on FM's per-CPU figures only", f.Name, f.Target)
+		}
+	}
+}
+
+// TestTrainRunsRecord checks the checks of the training runs: positive examples, times
+// and CPU, and the same examples in every run.
+func TestTrainRunsRecord(t *testing.T) {
+	runs := newTrainRuns()
+	if err := runs.record("a", trainLoop, 100, 0.5, time.Second, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.record("b", trainPipeline, 100, 0.25, 2*time.Second, -1); err != nil {
+		t.Fatal(err)
+	}
+	if got := runs.eps[trainPipeline]; len(got) != 1 || got[0] != 400 {
+		t.Errorf("pipeline examples/s %v, want [400]", got)
+	}
+	if got := runs.perCPU[trainLoop]; len(got) != 1 || got[0] != 100 {
+		t.Errorf("loop examples per CPU-second %v, want [100]", got)
+	}
+	if runs.meanOthers() != 0.2 {
+		t.Errorf("others %g, want 0.2 (the unknown one left out)", runs.meanOthers())
+	}
+	for _, tc := range []struct {
+		examples int64
+		seconds  float64
+		cpu      time.Duration
+		want     string
+	}{
+		{99, 1, time.Second, "trained 99 examples, the other runs 100"},
+		{0, 1, time.Second, "0 examples"},
+		{100, 0, time.Second, "in 0 s"},
+		{100, 1, 0, "0s CPU"},
+	} {
+		if err := runs.record("c", trainLoop, tc.examples, tc.seconds, tc.cpu, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc, err, tc.want)
+		}
+	}
+}
+
+// TestMonolithBinary checks that the cluster configuration refuses a test binary as
+// monolith.
+func TestMonolithBinary(t *testing.T) {
+	if _, err := (&run{}).monolith(); err == nil || !strings.Contains(err.Error(), "test binary") {
+		t.Errorf("monolith() in a test binary: %v, want a refusal", err)
+	}
+	if exe, err := (&run{opts: Options{Monolith: "/bin/monolith"}}).monolith(); err != nil || exe != "/bin/monolith" {
+		t.Errorf("Options.Monolith: %q, %v", exe, err)
 	}
 }
 
