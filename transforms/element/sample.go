@@ -42,7 +42,9 @@ const sampleMax = 16 << 20
 // element's estimated encoded size (at most sampleMax), without allocating them — a
 // fresh buffer per sample was a third of the extra allocation of a pipeline over the
 // plain loop.
-func sampleAnswer(n int) []byte { return sampleZeros[:min(max(n, 1), sampleMax):min(max(n, 1), sampleMax)] }
+func sampleAnswer(n int) []byte {
+	return sampleZeros[:min(max(n, 1), sampleMax):min(max(n, 1), sampleMax)]
+}
 
 // recordBytes estimates the encoded size of rec: the lengths of its buffers, its
 // children's and its dictionaries', plus 8 bytes of metadata per column.
