@@ -235,7 +235,7 @@ func TestSyncRows(t *testing.T) {
 // Predict alike.
 func TestExportedVersionOrder(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains a model")
+		t.Skip("waits for a run without -short: trains and exports a model")
 	}
 	ctx := context.Background()
 	dir, v, data := plantedVersion(t, 4096, 1<<16, `{"fp16": {}}`)
