@@ -510,9 +510,9 @@ func sniff(payload []byte) (batch.Source, error) {
 		src batch.Source
 		md  protoreflect.MessageDescriptor
 	}{
-		{batch.SourceExampleBatch, (&examplepb.ExampleBatch{}).ProtoReflect().Descriptor()},
-		{batch.SourceExample, (&examplepb.Example{}).ProtoReflect().Descriptor()},
-		{batch.SourceInstance, (&parserpb.Instance{}).ProtoReflect().Descriptor()},
+		{batch.SourceExampleBatch, (*examplepb.ExampleBatch)(nil).ProtoReflect().Descriptor()},
+		{batch.SourceExample, (*examplepb.Example)(nil).ProtoReflect().Descriptor()},
+		{batch.SourceInstance, (*parserpb.Instance)(nil).ProtoReflect().Descriptor()},
 	} {
 		if wirecheck.Known(payload, c.md, isLineID) {
 			found = append(found, c.src)
