@@ -48,10 +48,10 @@ const (
 	// are gRPC servers on 127.0.0.1 like every shard: training always reaches its PS over
 	// gRPC.
 	psInProcess = "in process"
-	// psGRPC: the training process starts the shards itself as `monolith ps` builds them,
+	// psByAddress: the training process starts the shards itself as `monolith ps` builds them,
 	// gRPC servers on 127.0.0.1, and trains against ps.addrs (static discovery) as a
 	// worker of a cluster does.
-	psGRPC = "by address"
+	psByAddress = "by address"
 	// psCluster: `monolith cluster` runs the shards and the workers as processes of the
 	// monolith binary.
 	psCluster = "monolith cluster"
@@ -68,7 +68,7 @@ const clusterTimeout = 10 * time.Minute
 type trainSetup struct {
 	model  string // modelFM or modelDeepFM
 	shards int
-	where  string // psInProcess, psGRPC or psCluster
+	where  string // psInProcess, psByAddress or psCluster
 }
 
 // trainBase is the configuration measured at every scale; its figures keep their names.
@@ -78,7 +78,7 @@ var trainBase = trainSetup{model: modelFM, shards: 2, where: psInProcess}
 // trainBase, each as the pipeline and the plain loop (psCluster runs apart: trainCluster).
 var trainSetups = []trainSetup{
 	{model: modelFM, shards: 1, where: psInProcess},
-	{model: modelFM, shards: 2, where: psGRPC},
+	{model: modelFM, shards: 2, where: psByAddress},
 	{model: modelDeepFM, shards: 2, where: psInProcess},
 }
 
@@ -113,9 +113,9 @@ type trainJob struct {
 	Loop    bool   // the plain loop instead of the Beam pipeline on prism
 	Threads int    // goroutines of each step (pipeline) or of the loop
 	Shards  int    // PS shards, served in this process
-	// GRPC starts the shards before training, as `monolith ps` builds them, and trains
+	// ByAddress starts the shards before training, as `monolith ps` builds them, and trains
 	// against their addresses (ps.addrs) instead of letting train.Run start them.
-	GRPC bool
+	ByAddress bool
 }
 
 // trainResult is what a training child reports.
@@ -139,7 +139,7 @@ func trainChild(ctx context.Context, spec json.RawMessage) (_ any, err error) {
 		return nil, fmt.Errorf("train child: %w", err)
 	}
 	c.EvalInput, c.Planted = "", "" // training throughput only
-	if job.GRPC {
+	if job.ByAddress {
 		// The shards `monolith ps` would serve (the tables `monolith cluster` writes for
 		// them), here, so that this process's CPU time covers them too.
 		pr, err := train.Prepare(c)
@@ -274,7 +274,7 @@ func (t *trainRuns) meanOthers() float64 {
 	return sum / float64(max(1, len(t.others)))
 }
 
-// trainOnce runs one epoch of setup (psInProcess or psGRPC) over dir in a child process
+// trainOnce runs one epoch of setup (psInProcess or psByAddress) over dir in a child process
 // and records it into into.
 func (r *run) trainOnce(ctx context.Context, dir string, s int, setup trainSetup, loop bool, threads int, into *trainRuns) error {
 	kind := trainPipeline
@@ -283,7 +283,7 @@ func (r *run) trainOnce(ctx context.Context, dir string, s int, setup trainSetup
 	}
 	what := fmt.Sprintf("%s, %s, %s at %d×", kind, setup.modelName(), setup.layout(), s)
 	var res trainResult
-	job := trainJob{Data: dir, Model: setup.model, Loop: loop, Threads: threads, Shards: setup.shards, GRPC: setup.where == psGRPC}
+	job := trainJob{Data: dir, Model: setup.model, Loop: loop, Threads: threads, Shards: setup.shards, ByAddress: setup.where == psByAddress}
 	u, err := child.Run(ctx, r.tmp, trainChildFunc, job, &res)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -385,7 +385,7 @@ func (r *run) trainFigures(setup trainSetup, s int, runs *trainRuns, perCPU bool
 	switch {
 	case setup == trainBase:
 		issue, label = 18, ""
-	case setup.where == psGRPC:
+	case setup.where == psByAddress:
 		note = "examples ÷ the CPU time of the whole training process (the PS shards it serves over gRPC, start-up and the epoch's warm-up included)"
 	}
 	r.add(Figure{Issue: issue, Section: SectionTrain, Name: fmt.Sprintf("training pipeline vs loop, %s%d× (%d examples)", label, s, runs.examples),
