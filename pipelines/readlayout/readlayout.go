@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/monolith-go/monolith/internal/ordered"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/transforms/beamio"
 	"github.com/monolith-go/monolith/transforms/config"
@@ -132,31 +134,52 @@ func addCounters(ctx context.Context, t Totals) {
 }
 
 // countFn ends the chain: it adds up the rows, batches and checksums of a bundle's
-// elements and emits them when the bundle finishes.
+// elements and emits them when the bundle finishes. The checksums are computed on an
+// ordered pool, as every step with real work is, so that the bundle's goroutine, which
+// emits for every step of the fused stage, only adds them up.
 type countFn struct {
-	t Totals
+	t    Totals
+	pool *ordered.Pool[struct{}, *element.Sharded, Totals]
 }
 
-func (f *countFn) StartBundle(func(Totals)) { f.t = Totals{Bundles: 1} }
+func (f *countFn) StartBundle(ctx context.Context, _ func(Totals)) error {
+	f.t = Totals{Bundles: 1}
+	var err error
+	f.pool, err = ordered.New(ctx, runtime.GOMAXPROCS(0), 0, func() (struct{}, error) { return struct{}{}, nil }, countOne)
+	return err
+}
 
-func (f *countFn) ProcessElement(in *element.Sharded, _ func(Totals)) error {
+// countOne is the Totals of one element.
+func countOne(_ context.Context, _ struct{}, in *element.Sharded) (Totals, error) {
 	if in.Tensors == nil {
-		return fmt.Errorf("readlayout: element of %d rows has no layout tensors", in.Rows())
+		return Totals{}, fmt.Errorf("readlayout: element of %d rows has no layout tensors", in.Rows())
 	}
 	h, err := TensorHash(in.Tensors)
 	if err != nil {
-		return err
+		return Totals{}, err
 	}
-	f.t.Rows += int64(in.Rows())
-	f.t.Batches++
-	f.t.Checksum += h
-	return nil
+	return Totals{Rows: int64(in.Rows()), Batches: 1, Checksum: h}, nil
 }
 
-func (f *countFn) FinishBundle(emit func(Totals)) {
+// add adds the Totals of one element to the bundle's.
+func (f *countFn) add(t Totals) {
+	f.t.Rows += t.Rows
+	f.t.Batches += t.Batches
+	f.t.Checksum += t.Checksum
+}
+
+func (f *countFn) ProcessElement(in *element.Sharded, _ func(Totals)) error {
+	return f.pool.Submit(in, f.add)
+}
+
+func (f *countFn) FinishBundle(emit func(Totals)) error {
+	if err := f.pool.Flush(f.add); err != nil {
+		return err
+	}
 	if f.t.Batches > 0 {
 		emit(f.t)
 	}
+	return nil
 }
 
 // Chain is the job's per-batch work in plain Go: the kernel wrappers its DoFns run, for a
