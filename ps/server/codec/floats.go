@@ -92,9 +92,6 @@ func unmarshalBulk(b []byte, m proto.Message, num protowire.Number, f *[]float32
 			if l < 0 || len(v)%4 != 0 {
 				return false, nil
 			}
-			if floats == nil {
-				floats = make([]float32, 0, len(v)/4)
-			}
 			floats = appendDecoded(floats, v)
 			in = in[k+l:]
 			continue
@@ -113,16 +110,22 @@ func unmarshalBulk(b []byte, m proto.Message, num protowire.Number, f *[]float32
 	return true, nil
 }
 
-// appendDecoded appends the little-endian fixed32 values of v (len a multiple of 4).
+// appendDecoded appends the little-endian fixed32 values of v (len a multiple of 4). When
+// v is aligned for float32 it is appended as floats: append copies into memory it does not
+// clear first, where make-then-copy wrote the 128 KiB of a lookup response twice.
 func appendDecoded(dst []float32, v []byte) []float32 {
-	n := len(dst)
-	dst = append(dst, make([]float32, len(v)/4)...)
-	if littleEndian && len(v) > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst[n:]))), len(v)), v)
+	n := len(v) / 4
+	if littleEndian && n > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(v)))%unsafe.Alignof(float32(0)) == 0 {
+		return append(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(v))), n)...)
+	}
+	l := len(dst)
+	dst = append(dst, make([]float32, n)...)
+	if littleEndian && n > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst[l:]))), len(v)), v)
 		return dst
 	}
-	for i := range dst[n:] {
-		dst[n+i] = math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
+	for i := range dst[l:] {
+		dst[l+i] = math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
 	}
 	return dst
 }

@@ -71,6 +71,15 @@ func TestBulkFloats(t *testing.T) {
 					t.Errorf("proto → codec (frames of %d): %v", frame, err)
 				}
 			}
+			// In one buffer at every alignment: the floats are read as floats when
+			// aligned, byte-wise otherwise.
+			for shift := range 4 {
+				buf := append(make([]byte, shift, shift+len(raw)), raw...)[shift:]
+				got := tc.new()
+				if err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(buf)}, got); err != nil || !equalBits(got, tc.m) {
+					t.Errorf("proto → codec (shifted by %d bytes): %v", shift, err)
+				}
+			}
 		})
 	}
 	// A packed record whose length is not a multiple of 4 fails as in proto.
