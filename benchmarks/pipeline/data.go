@@ -17,6 +17,7 @@ type Shape struct {
 	PS        int   // parameter-server shards
 	Version   int   // op version of sharding and layout
 	Unique    bool  // deduplicate fids per feature (training mode)
+	BatchRows int   // rows per ExampleBatch record, one batch each (0: io/synth's 256)
 }
 
 // Data is a generated data set: scale s reads the first s×BaseFiles files, so every scale
@@ -32,11 +33,14 @@ type Data struct {
 
 // SynthConfig returns the io/synth configuration of sh: synth.DefaultConfig (ExampleBatch
 // records of 256 rows in uncompressed PB streams, 16 individual and 4 shared v1 features of
-// 1–3 Zipf fids, labels, LineIds) with sh's rows and files.
+// 1–3 Zipf fids, labels, LineIds) with sh's rows, files and batch rows.
 func SynthConfig(sh Shape) synth.Config {
 	c := synth.DefaultConfig()
 	c.Rows = sh.BaseRows * int64(sh.MaxScale)
 	c.Files = sh.BaseFiles * sh.MaxScale
+	if sh.BatchRows > 0 {
+		c.BatchRows = sh.BatchRows
+	}
 	return c
 }
 

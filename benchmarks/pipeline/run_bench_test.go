@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -14,21 +15,41 @@ import (
 //
 // B/op is what a run allocates (the pipeline's prism job included).
 func BenchmarkRun(b *testing.B) {
+	benchRun(b, Shape{BaseRows: 65536, BaseFiles: 4, MaxScale: 1, PS: 4, Version: 5, Unique: true}, 1)
+}
+
+// BenchmarkRunBatchRows runs both at 4× (262 144 rows) with ExampleBatch records of 256
+// rows (the suite's) and of 1 024: the pipeline's extra cost is paid per element, so its
+// ratio to the loop (ns/op of loop ÷ ns/op of pipeline) is closer to 1 with the larger
+// records (benchmarks/NOTES.md, "The gap is per element"):
+//
+//	go test -run '^$' -bench RunBatchRows -count 5 ./benchmarks/pipeline
+func BenchmarkRunBatchRows(b *testing.B) {
+	for _, rows := range []int{256, 1024} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			benchRun(b, Shape{BaseRows: 65536, BaseFiles: 4, MaxScale: 4, PS: 4, Version: 5, Unique: true, BatchRows: rows}, 4)
+		})
+	}
+}
+
+// benchRun prepares sh and times the loop and the pipeline over its scale s.
+func benchRun(b *testing.B, sh Shape, s int) {
 	ctx := context.Background()
-	d, err := Prepare(ctx, Shape{BaseRows: 65536, BaseFiles: 4, MaxScale: 1, PS: 4, Version: 5, Unique: true}, b.TempDir())
+	d, err := Prepare(ctx, sh, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
+	want := sh.BaseRows * int64(s)
 	for _, mode := range []string{ModeLoop, ModePipeline} {
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := Run(ctx, d.Job(mode, 1, 0))
+				res, err := Run(ctx, d.Job(mode, s, 0))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if res.Rows != 65536 {
-					b.Fatalf("%s: %d rows, want 65536", mode, res.Rows)
+				if res.Rows != want {
+					b.Fatalf("%s: %d rows, want %d", mode, res.Rows, want)
 				}
 			}
 		})
