@@ -81,13 +81,13 @@ func (l *Layouter) Forward(reqs []Sharded, emb Embedding, out [][]float32) error
 				clear(o[r0*l.sizes[i] : r1*l.sizes[i]])
 			}
 		}
-		scratch := grow(l.scratch[w], (rowBlock+1)*l.width)
+		scratch := grow(l.scratch[w], (rowBlock+1)*l.width+l.tmplLen)
 		l.scratch[w] = scratch
 		base := 0
 		for ri := range reqs {
 			n := reqs[ri].BatchSize
 			if lo, hi := max(r0-base, 0), min(r1-base, n); lo < hi {
-				l.forwardRequest(&reqs[ri], blocks[ri], out, base, lo, hi, scratch)
+				l.forwardRequest(&reqs[ri], blocks[ri], out, base, lo, hi, scratch, l.tmplUse[w])
 			}
 			base += n
 		}
@@ -96,14 +96,40 @@ func (l *Layouter) Forward(reqs []Sharded, emb Embedding, out [][]float32) error
 }
 
 // forwardRequest writes rows [lo, hi) of one request, whose rows start at base.
-func (l *Layouter) forwardRequest(req *Sharded, bs []block, out [][]float32, base, lo, hi int, scratch []float32) {
+//
+// A slice whose values are the same in every row of the request (its feature is shared, or
+// absent) is written once into a template row of its output, unless the output is ADDN.
+// Each block of rows of such an output starts as copies of the template (one copy, then
+// doubling copies), and the other slices are written over it. This replaces one small copy
+// per row and shared slice; every element still receives the same value.
+func (l *Layouter) forwardRequest(req *Sharded, bs []block, out [][]float32, base, lo, hi int, scratch []float32, tmplUse []bool) {
 	W := l.width
-	shared := scratch[rowBlock*W:] // pooled values of shared features, computed once
+	shared := scratch[rowBlock*W : (rowBlock+1)*W] // pooled values of shared features, computed once
+	tmpl := scratch[(rowBlock+1)*W:]
+	nfl := req.NflOffset
 	for _, pl := range l.plans {
-		if req.NflOffset[pl.feature]&sharedBit != 0 {
+		if nfl[pl.feature]&sharedBit != 0 {
 			if fids, ok := entry(req, pl.feature, 0); ok {
 				poolInto(shared[pl.off:pl.off+pl.hi-pl.lo], fids, bs, pl.lo, pl.mean)
 			}
+		}
+	}
+	for o, ts := range l.byOut {
+		tmplUse[o] = false
+		if l.tmplOff[o] < 0 {
+			continue
+		}
+		row := tmpl[l.tmplOff[o] : l.tmplOff[o]+l.sizes[o]]
+		for _, ti := range ts {
+			tg := &l.targets[ti]
+			if !l.rowConstant(req, tg.feature) {
+				continue
+			}
+			if !tmplUse[o] {
+				tmplUse[o] = true
+				clear(row)
+			}
+			l.writeTarget(req, bs, tg, 0, 1, row[tg.off:], shared, 0)
 		}
 	}
 	for b0 := lo; b0 < hi; b0 += rowBlock {
@@ -111,7 +137,7 @@ func (l *Layouter) forwardRequest(req *Sharded, bs []block, out [][]float32, bas
 		pooled := scratch[:nb*W] // every span of a present feature is written below
 		for _, pl := range l.plans {
 			span := pl.hi - pl.lo
-			if req.NflOffset[pl.feature]&sharedBit != 0 {
+			if nfl[pl.feature]&sharedBit != 0 {
 				continue // read from shared by the targets
 			}
 			for i := 0; i < nb; i++ {
@@ -122,55 +148,91 @@ func (l *Layouter) forwardRequest(req *Sharded, bs []block, out [][]float32, bas
 				poolInto(pooled[i*W+pl.off:i*W+pl.off+span], fids, bs, pl.lo, pl.mean)
 			}
 		}
+		for o, use := range tmplUse {
+			if !use {
+				continue
+			}
+			rs := l.sizes[o]
+			region := out[o][(base+b0)*rs : (base+b0+nb)*rs]
+			copy(region, tmpl[l.tmplOff[o]:l.tmplOff[o]+rs])
+			for k := rs; k < len(region); k *= 2 {
+				copy(region[k:], region[:k])
+			}
+		}
 		for ti := range l.targets {
 			tg := &l.targets[ti]
-			dst := out[tg.out]
-			nfl := req.NflOffset
-			absent := nfl[tg.feature]&offsetMask == nfl[tg.feature+1]&offsetMask
-			if tg.pooling == featcfg.FirstN {
-				for i := 0; i < nb; i++ {
-					row := dst[(base+b0+i)*tg.rowSize+tg.off:]
-					var fids []uint64
-					if !absent {
-						fids, _ = entry(req, tg.feature, b0+i)
-					}
-					n := min(len(fids), tg.seqLen)
-					for q, fo := range fids[:n] {
-						b := &bs[fo>>32]
-						a := int(uint32(fo))*b.stride + tg.start
-						copySmall(row[q*tg.posStride:q*tg.posStride+tg.width], b.data[a:a+tg.width])
-					}
-					for q := n; q < tg.seqLen; q++ { // positions without a fid are zero
-						clear(row[q*tg.posStride : q*tg.posStride+tg.width])
-					}
-				}
-				continue
+			constant := l.rowConstant(req, tg.feature)
+			if constant && !tg.add {
+				continue // written from the template
 			}
-			if absent { // the feature has no entries: its slices are zero
-				if !tg.add {
-					for i := 0; i < nb; i++ {
-						clear(dst[(base+b0+i)*tg.rowSize+tg.off:][:tg.width])
-					}
-				}
-				continue
+			if constant && nfl[tg.feature]&offsetMask == nfl[tg.feature+1]&offsetMask {
+				continue // ADDN of an absent feature adds nothing
 			}
-			pl := &l.plans[l.planOf[tg.feature]]
-			src0 := pl.off + tg.start - pl.lo
-			rowW := W
-			srcBuf := pooled
-			if nfl[tg.feature]&sharedBit != 0 {
-				rowW, srcBuf = 0, shared // the same pooled values for every row
+			src, srcStride := pooled, W
+			if constant {
+				src, srcStride = shared, 0 // the same pooled values for every row
 			}
+			l.writeTarget(req, bs, tg, b0, nb, out[tg.out][(base+b0)*tg.rowSize+tg.off:], src, srcStride)
+		}
+	}
+}
+
+// rowConstant reports whether feature n has the same values in every row of the request:
+// it is shared, or absent.
+func (l *Layouter) rowConstant(req *Sharded, n int) bool {
+	nfl := req.NflOffset
+	return nfl[n]&sharedBit != 0 || nfl[n]&offsetMask == nfl[n+1]&offsetMask
+}
+
+// writeTarget writes (or for ADDN adds) the slice tg of the nb rows from r0 into dst,
+// which starts at the slice's offset in row r0 (rows tg.rowSize floats apart). A pooled
+// slice reads row i's pooled values of its feature from src[i*srcStride:]; FIRSTN gathers
+// from the embeddings. An absent feature writes zeros.
+func (l *Layouter) writeTarget(req *Sharded, bs []block, tg *target, r0, nb int, dst, src []float32, srcStride int) {
+	nfl := req.NflOffset
+	absent := nfl[tg.feature]&offsetMask == nfl[tg.feature+1]&offsetMask
+	if tg.pooling == featcfg.FirstN {
+		for i := 0; i < nb; i++ {
+			row := dst[i*tg.rowSize:]
+			var fids []uint64
+			if !absent {
+				fids, _ = entry(req, tg.feature, r0+i)
+			}
+			n := min(len(fids), tg.seqLen)
+			for q, fo := range fids[:n] {
+				b := &bs[fo>>32]
+				a := int(uint32(fo))*b.stride + tg.start
+				copySmall(row[q*tg.posStride:q*tg.posStride+tg.width], b.data[a:a+tg.width])
+			}
+			for q := n; q < tg.seqLen; q++ { // positions without a fid are zero
+				clear(row[q*tg.posStride : q*tg.posStride+tg.width])
+			}
+		}
+		return
+	}
+	if absent {
+		if !tg.add {
 			for i := 0; i < nb; i++ {
-				src := srcBuf[i*rowW+src0 : i*rowW+src0+tg.width]
-				d := dst[(base+b0+i)*tg.rowSize+tg.off:]
-				d = d[:len(src)]
-				if tg.add {
-					vecf32.Add(d, src)
-				} else {
-					copySmall(d, src)
-				}
+				clear(dst[i*tg.rowSize:][:tg.width])
 			}
+		}
+		return
+	}
+	pl := &l.plans[l.planOf[tg.feature]]
+	src0 := pl.off + tg.start - pl.lo
+	for i := 0; i < nb; i++ {
+		s := src[i*srcStride+src0 : i*srcStride+src0+tg.width]
+		d := dst[i*tg.rowSize:]
+		d = d[:len(s)]
+		switch {
+		case !tg.add:
+			copySmall(d, s)
+		case len(s) < 8: // too short for a vector: no call
+			for k := range d {
+				d[k] += s[k]
+			}
+		default:
+			vecf32.Add(d, s)
 		}
 	}
 }

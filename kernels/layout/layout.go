@@ -83,7 +83,11 @@ type Layouter struct {
 	planOf  []int   // plan index of every feature, -1 if none
 	width   int     // Σ plan spans: floats of one row of pooled values
 	byFeat  [][]int // target indexes of every feature, in config order
+	byOut   [][]int // target indexes of every output, in config order
+	tmplOff []int   // offset of every output's template row (see forwardRequest), -1 for ADDN
+	tmplLen int     // Σ row sizes of the outputs that have a template row
 	scratch [][]float32
+	tmplUse [][]bool // per worker: whether each output's template row is in use for the request
 	// backward partition scratch
 	cost  []int
 	parts []int
@@ -162,7 +166,23 @@ func New(cfg *featcfg.Config, opts Options) (*Layouter, error) {
 		l.plans = append(l.plans, plan{feature: n, lo: lo[n], hi: hi[n], off: l.width, mean: cfg.Features[n].Pooling == featcfg.Mean})
 		l.width += hi[n] - lo[n]
 	}
+	l.byOut = make([][]int, len(l.sizes))
+	for ti, tg := range l.targets {
+		l.byOut[tg.out] = append(l.byOut[tg.out], ti)
+	}
+	l.tmplOff = make([]int, len(l.sizes))
+	for o := range l.sizes {
+		l.tmplOff[o] = -1
+		if !l.addN[o] {
+			l.tmplOff[o] = l.tmplLen
+			l.tmplLen += l.sizes[o]
+		}
+	}
 	l.scratch = make([][]float32, l.workers)
+	l.tmplUse = make([][]bool, l.workers)
+	for w := range l.tmplUse {
+		l.tmplUse[w] = make([]bool, len(l.sizes))
+	}
 	return l, nil
 }
 

@@ -446,6 +446,9 @@ func TestV5Requests(t *testing.T) {
 // randomSetupFor returns a random input for an existing config.
 func randomSetupFor(rng *rand.Rand, cfg *featcfg.Config) (*featcfg.Config, *shard.Input) {
 	rows := 1 + rng.IntN(8)
+	if rng.IntN(4) == 0 { // more than one block of rows (rowBlock) per worker
+		rows = 1 + rng.IntN(3*rowBlock)
+	}
 	in := &shard.Input{Rows: rows}
 	for range cfg.Features {
 		fi := shard.FeatureInput{Shared: rng.IntN(4) == 0, Offsets: []int32{0}}
