@@ -90,6 +90,19 @@ func kernelRunners(c kernelbench.Case) ([]kernelRunner, error) {
 			}
 		}
 		out = append(out, kr)
+		if !grad {
+			// The forward's embedding reads alone, against the same bytes: the part of the
+			// forward's time that is its gathers (NOTES.md, issue 22).
+			reads := kernelRunner{name: "layout v5 forward, embedding reads alone", bytes: kr.bytes}
+			for g := 1; g <= 2; g++ {
+				l, err := layout.New(c.Cfg, layout.Options{Version: 5, PS: c.PS, Parallel: g})
+				if err != nil {
+					return nil, err
+				}
+				reads.run[g] = func() error { _, err := l.ForwardReads(req, emb); return err }
+			}
+			out = append(out, reads)
+		}
 	}
 	return out, nil
 }

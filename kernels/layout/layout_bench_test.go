@@ -71,7 +71,9 @@ func BenchmarkLayout(b *testing.B) {
 			b.Fatal(err)
 		}
 		req := []layout.Sharded{layout.FromShard(r)}
-		for _, dir := range []string{"forward", "backward"} {
+		// forward-reads: Forward's embedding reads alone (Layouter.ForwardReads), against
+		// the forward's bytes.
+		for _, dir := range []string{"forward", "forward-reads", "backward"} {
 			for _, g := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/v5/%s/g%d", c.Name, dir, g), func(b *testing.B) {
 					l, err := layout.New(c.Cfg, layout.Options{Version: 5, PS: c.PS, Parallel: g})
@@ -85,9 +87,12 @@ func BenchmarkLayout(b *testing.B) {
 					b.SetBytes(bytes)
 					b.ReportAllocs()
 					for b.Loop() {
-						if dir == "forward" {
+						switch dir {
+						case "forward":
 							err = l.Forward(req, emb, out)
-						} else {
+						case "forward-reads":
+							_, err = l.ForwardReads(req, emb)
+						default:
 							err = l.Backward(req, out, eg)
 						}
 						if err != nil {

@@ -490,3 +490,33 @@ func TestBadOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardReads: the reads-only pass reads the embeddings (its sum follows their
+// values: zero over zeros, more over the synthetic values) and checks its inputs as
+// Forward does.
+func TestForwardReads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	cfg, in := randomSetup(rng, false)
+	r, emb, _ := runVersion(t, cfg, in, 5, 2, 1, true)
+	for _, par := range []int{1, 2} {
+		l, err := New(cfg, Options{Version: 5, PS: 2, Parallel: par})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := []Sharded{FromShard(r)}
+		got, err := l.ForwardReads(req, emb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero, err := l.ForwardReads(req, Zeros(emb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 0 || zero != 0 {
+			t.Errorf("parallel %d: sums %d over the embeddings and %d over zeros; want > 0 and 0", par, got, zero)
+		}
+		if _, err := l.ForwardReads(req, Embedding{Tensors: emb.Tensors[:1]}); err == nil {
+			t.Errorf("parallel %d: a short embedding list was accepted", par)
+		}
+	}
+}
