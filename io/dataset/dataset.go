@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -180,6 +181,46 @@ type Reader struct {
 	cur   source
 	idx   int
 	stats struct{ files, records, rows, bytes atomic.Int64 }
+	bufs  bufPool // chunk buffers returned by Decode
+}
+
+// bufPool keeps the payload buffers and record lists of decoded chunks for the next
+// chunks, so that framing does not allocate (and grow, and leave to the collector) them
+// per batch. It holds at most maxFreeBufs of each; Decode may return them from any
+// goroutine.
+type bufPool struct {
+	mu   sync.Mutex
+	bufs [][]byte
+	recs [][]chunkRecord
+}
+
+const maxFreeBufs = 16
+
+// get returns an empty buffer and record list, with the capacity of earlier chunks' when
+// any came back.
+func (p *bufPool) get() ([]byte, []chunkRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b []byte
+	var r []chunkRecord
+	if n := len(p.bufs); n > 0 {
+		b, p.bufs[n-1], p.bufs = p.bufs[n-1][:0], nil, p.bufs[:n-1]
+	}
+	if n := len(p.recs); n > 0 {
+		r, p.recs[n-1], p.recs = p.recs[n-1][:0], nil, p.recs[:n-1]
+	}
+	return b, r
+}
+
+func (p *bufPool) put(b []byte, r []chunkRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cap(b) > 0 && len(p.bufs) < maxFreeBufs {
+		p.bufs = append(p.bufs, b)
+	}
+	if cap(r) > 0 && len(p.recs) < maxFreeBufs {
+		p.recs = append(p.recs, r)
+	}
 }
 
 // Open returns a Reader of the given files (already expanded; see io/filepattern). "-"
@@ -281,6 +322,10 @@ type chunkRecord struct {
 // the record and its offset.
 func (c *Chunk) Decode() (arrow.RecordBatch, error) {
 	rec, err := c.decode()
+	if c.r != nil && c.recs != nil { // the batch holds copies of the payloads: reuse the buffers
+		c.r.bufs.put(c.buf, c.recs)
+		c.buf, c.recs = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -489,6 +534,9 @@ func (s *framedSource) nextChunk(ctx context.Context) (*Chunk, error) {
 			return nil, fmt.Errorf("io/dataset: invalid message type %v", s.typ)
 		}
 		c.typ = s.typ
+		if len(c.recs) == 0 {
+			c.buf, c.recs = s.r.bufs.get()
+		}
 		c.buf = append(c.buf, rec.Payload...) // the reader reuses its buffer
 		c.recs = append(c.recs, chunkRecord{end: len(c.buf), index: rec.Index, offset: rec.Offset, dsk: rec.DataSourceKey})
 		if s.typ == batch.SourceExampleBatch || len(c.recs) >= o.BatchRows {

@@ -429,3 +429,66 @@ func TestSniff(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkBufferReuse: every chunk's payload buffer goes back to the reader after Decode
+// and frames the next chunks; the batches decoded before keep their values (they hold
+// copies), for each record type. The reference frames every chunk before decoding any, so
+// that no buffer is reused under it.
+func TestChunkBufferReuse(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range []batch.Source{batch.SourceExampleBatch, batch.SourceExample, batch.SourceInstance} {
+		t.Run(typ.String(), func(t *testing.T) {
+			var msgs []proto.Message
+			for i := range 5 {
+				switch rows := 3 + i; typ {
+				case batch.SourceExampleBatch:
+					msgs = append(msgs, prototest.ExampleBatch(rng, rows))
+				case batch.SourceExample:
+					for _, ex := range prototest.Examples(rng, rows) {
+						msgs = append(msgs, ex)
+					}
+				default:
+					for _, in := range prototest.Instances(rng, rows) {
+						msgs = append(msgs, in)
+					}
+				}
+			}
+			path := filepath.Join(t.TempDir(), "part-0.pb")
+			writeRecords(t, path, recordio.Options{}, nil, msgs...)
+			o := Options{Mem: mem, Type: typ, BatchRows: 3}
+			got, r := readAllBatches(t, []string{path}, o)
+			defer release(got)
+			if len(r.bufs.bufs) == 0 || len(r.bufs.recs) == 0 {
+				t.Error("no chunk buffer came back to the reader")
+			}
+			ref, err := Open([]string{path}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chunks []*Chunk
+			for {
+				c, err := ref.NextChunk(context.Background())
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				chunks = append(chunks, c)
+			}
+			if len(chunks) != len(got) {
+				t.Fatalf("%d batches, the reference has %d", len(got), len(chunks))
+			}
+			for i, c := range chunks {
+				want, err := c.Decode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				batchtest.SameBatch(t, i, got[i], want)
+				want.Release()
+			}
+		})
+	}
+}
