@@ -67,3 +67,31 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeParallel is BenchmarkDecode through DecodeFileParallel on 2 goroutines
+// (one more frames the file), the suite's 2-goroutine decode figure.
+func BenchmarkDecodeParallel(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		typ  batch.Source
+	}{
+		{"examplebatch", batch.SourceExampleBatch},
+		{"example", batch.SourceExample},
+		{"instance", batch.SourceInstance},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "input.pb")
+			size, err := WriteDecodeInput(path, tc.typ, 8)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeFileParallel(context.Background(), path, tc.typ, 2); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

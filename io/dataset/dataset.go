@@ -196,6 +196,9 @@ type bufPool struct {
 
 const maxFreeBufs = 16
 
+// maxChunkHint bounds the bytes a new chunk buffer is made with before its records are read.
+const maxChunkHint = 64 << 20
+
 // get returns an empty buffer and record list, with the capacity of earlier chunks' when
 // any came back.
 func (p *bufPool) get() ([]byte, []chunkRecord) {
@@ -536,6 +539,14 @@ func (s *framedSource) nextChunk(ctx context.Context) (*Chunk, error) {
 		c.typ = s.typ
 		if len(c.recs) == 0 {
 			c.buf, c.recs = s.r.bufs.get()
+			if c.recs == nil { // none came back yet: size both for a chunk of records like this one
+				per := 1
+				if s.typ != batch.SourceExampleBatch {
+					per = o.BatchRows
+				}
+				c.buf = make([]byte, 0, min(len(rec.Payload)*per, maxChunkHint))
+				c.recs = make([]chunkRecord, 0, per)
+			}
 		}
 		c.buf = append(c.buf, rec.Payload...) // the reader reuses its buffer
 		c.recs = append(c.recs, chunkRecord{end: len(c.buf), index: rec.Index, offset: rec.Offset, dsk: rec.DataSourceKey})
