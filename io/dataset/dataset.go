@@ -544,7 +544,7 @@ func (s *framedSource) nextChunk(ctx context.Context) (*Chunk, error) {
 				if s.typ != batch.SourceExampleBatch {
 					per = o.BatchRows
 				}
-				c.buf = make([]byte, 0, min(len(rec.Payload)*per, maxChunkHint))
+				c.buf = make([]byte, 0, min(len(rec.Payload)*per*3/2, maxChunkHint)) // records vary: half again
 				c.recs = make([]chunkRecord, 0, per)
 			}
 		}
