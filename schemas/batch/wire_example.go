@@ -134,7 +134,7 @@ func (d *exampleWire) record(r int, rec []byte) bool {
 func (d *exampleWire) namedFeature(r int, b []byte, base int) bool {
 	var name, feat []byte
 	var id, sorted uint64
-	featOff := -1
+	featOff, names := -1, 0
 	for end := base + len(b); len(b) > 0; {
 		num, typ, n := consumeTag(b)
 		if n < 0 {
@@ -143,9 +143,14 @@ func (d *exampleWire) namedFeature(r int, b []byte, base int) bool {
 		b = b[n:]
 		switch {
 		case num == nfName && typ == protowire.BytesType:
+			// Every occurrence must be UTF-8 (the message path reports it). A lone name
+			// is checked below, only when it names no column yet.
+			if names++; names == 2 && !utf8.Valid(name) {
+				return false
+			}
 			name, n = consumeBytes(b)
-			if n >= 0 && !utf8.Valid(name) {
-				return false // every occurrence must be UTF-8; the message path reports it
+			if names >= 2 && n >= 0 && !utf8.Valid(name) {
+				return false
 			}
 		case num == nfFeature && typ == protowire.BytesType && featOff < 0: // a second one is merged
 			feat, n = consumeBytes(b)
@@ -162,7 +167,10 @@ func (d *exampleWire) namedFeature(r int, b []byte, base int) bool {
 		}
 		b = b[n:]
 	}
-	c := d.column(name)
+	c, isNew := d.columnNew(name)
+	if isNew && names == 1 && !utf8.Valid(name) {
+		return false
+	}
 	switch {
 	case c.lastRow < 0:
 		c.id, c.sorted = int32(id), int32(sorted)

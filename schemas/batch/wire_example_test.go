@@ -405,6 +405,11 @@ func TestDecodeExamples(t *testing.T) {
 		{"unscannable LineId", [][]byte{lineIDExample(t, rawField(nil, LineIDNumActions, uint32(1)))}, nil, nil, false, "cannot parse LineId"},
 		{"truncated record 2", [][]byte{good, good, good[:len(good)-1], {0xff}}, nil, nil, false, "record 2: parse Example"},
 		{"invalid UTF-8 name", [][]byte{good, nf(name("\xff"))}, nil, nil, false, "record 1: parse Example"},
+		// The wire path checks a lone name only when it starts a column; every other
+		// occurrence is checked where it stands.
+		{"invalid UTF-8 name, then a known one", [][]byte{good, nf(name("\xff"), name("a"))}, nil, nil, false, "record 1: parse Example"},
+		{"a known name, then an invalid one", [][]byte{good, nf(name("a"), name("\xff"))}, nil, nil, false, "record 1: parse Example"},
+		{"invalid UTF-8 between known names", [][]byte{good, nf(name("a"), name("\xff"), name("a"))}, nil, nil, false, "record 1: parse Example"},
 		{"label not whole floats", [][]byte{cat(good, rawField(nil, exLabel, []byte{1, 2, 3}))}, nil, nil, false, "record 0: parse Example"},
 		{"bad Feature", [][]byte{good, nf(name("a"), rawField(nil, nfFeature, []byte{0x0a, 0x05}))}, nil, nil, false, "record 1: parse Example"},
 		{"no records", nil, nil, nil, false, ""},

@@ -114,9 +114,16 @@ type wireRow struct {
 
 // column returns the column of a named feature, creating it on first use.
 func (d *rowWire) column(name []byte) *wireCol {
+	c, _ := d.columnNew(name)
+	return c
+}
+
+// columnNew is column, also reporting whether the column is new (name seen for the first
+// time in the batch).
+func (d *rowWire) columnNew(name []byte) (*wireCol, bool) {
 	if i := d.next; i < len(d.cols) && d.cols[i].name == string(name) {
 		d.next++
-		return d.cols[i]
+		return d.cols[i], false
 	}
 	i, ok := d.index[string(name)]
 	if !ok {
@@ -124,7 +131,7 @@ func (d *rowWire) column(name []byte) *wireCol {
 		i = len(d.cols) - 1
 	}
 	d.next = i + 1
-	return d.cols[i]
+	return d.cols[i], !ok
 }
 
 // newColumn adds a column of absent cells.
