@@ -242,7 +242,10 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 		return nil // all unset: finish makes a null-typed column
 	}
 	n := len(cells)
-	width := map[family]int{famFid: 8, famFloat: 4, famInt64: 8}[c.fam]
+	width := 8
+	if c.fam == famFloat {
+		width = 4
+	}
 	valsBuf := memory.NewResizableBuffer(mem)
 	valsBuf.Resize(total * width)
 	offsBuf := memory.NewResizableBuffer(mem)
@@ -273,16 +276,19 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 			pos += len(d) / 8
 		case KindFidV1List:
 			u := arrow.Uint64Traits.CastFromBytes(vb[pos*8 : pos*8+len(d)])
+			if c.hi == nil {
+				c.hi = make([]uint8, total) // dropped below when every fid's bits are zero
+			}
+			hi := c.hi[pos : pos+len(u)]
+			var any uint8
 			for j := range u {
 				v := binary.LittleEndian.Uint64(d[8*j:])
 				u[j] = V1ToV2(v)
-				if h := fid.V1Hi(v); h != 0 {
-					if c.hi == nil {
-						c.hi, c.anyHi = make([]uint8, total), true
-					}
-					c.hi[pos+j] = h
-				}
+				h := fid.V1Hi(v)
+				hi[j] = h
+				any |= h
 			}
+			c.anyHi = c.anyHi || any != 0
 			pos += len(u)
 		case KindFloatList:
 			copy(vb[pos*4:], d)
@@ -298,6 +304,9 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 		}
 	}
 	offs[n] = int32(pos)
+	if !c.anyHi {
+		c.hi = nil
+	}
 	var elem arrow.DataType
 	switch c.fam {
 	case famFid:
