@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/monolith-go/monolith/internal/arrowpool"
 	"github.com/monolith-go/monolith/io/compress"
 	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/io/recordio"
@@ -122,7 +123,9 @@ type Options struct {
 	BatchRows int
 	// DataSourceKey selects the data_source_key policy.
 	DataSourceKey DSKPolicy
-	// Mem allocates the batches (default memory.DefaultAllocator).
+	// Mem allocates the batches. The default is a pool of the Reader's own
+	// (internal/arrowpool): batches the caller releases hand their buffers to the next
+	// ones. A caller that never releases batches should pass memory.DefaultAllocator.
 	Mem memory.Allocator
 	// Batch options passed to the batch builders.
 	Batch []batch.Option
@@ -233,7 +236,7 @@ func Open(files []string, o Options) (*Reader, error) {
 		o.BatchRows = DefaultBatchRows
 	}
 	if o.Mem == nil {
-		o.Mem = memory.DefaultAllocator
+		o.Mem = arrowpool.New(0)
 	}
 	if o.Record.Codec == compress.None {
 		o.Record.Codec = compress.Auto
