@@ -199,8 +199,12 @@ type bufPool struct {
 
 const maxFreeBufs = 16
 
-// maxChunkHint bounds the bytes a new chunk buffer is made with before its records are read.
-const maxChunkHint = 64 << 20
+// maxChunkHint and maxChunkRecs bound what a new chunk's buffer and record list are made
+// with before its records are read.
+const (
+	maxChunkHint = 16 << 20
+	maxChunkRecs = 1 << 16
+)
 
 // get returns an empty buffer and record list, with the capacity of earlier chunks' when
 // any came back.
@@ -547,8 +551,12 @@ func (s *framedSource) nextChunk(ctx context.Context) (*Chunk, error) {
 				if s.typ != batch.SourceExampleBatch {
 					per = o.BatchRows
 				}
-				c.buf = make([]byte, 0, min(len(rec.Payload)*per*3/2, maxChunkHint)) // records vary: half again
-				c.recs = make([]chunkRecord, 0, per)
+				hint := maxChunkHint // records vary: half again the first one's share, bounded
+				if n := len(rec.Payload); per <= maxChunkHint/max(n, 1) {
+					hint = min(n*per*3/2, maxChunkHint)
+				}
+				c.buf = make([]byte, 0, hint)
+				c.recs = make([]chunkRecord, 0, min(per, maxChunkRecs))
 			}
 		}
 		c.buf = append(c.buf, rec.Payload...) // the reader reuses its buffer
