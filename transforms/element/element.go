@@ -214,8 +214,11 @@ func checkFirstOffset(a arrow.Array) error {
 		return nil
 	}
 	off := d.Buffers()[1]
-	if off == nil || off.Len() < 4*(d.Offset()+1) {
+	if off == nil || off.Len() == 0 {
 		return nil // no offsets to read: the writer writes none
+	}
+	if off.Len() < 4*(d.Offset()+1) { // the writer would index an offset the buffer lacks (fuzz-found)
+		return fmt.Errorf("empty %s array at offset %d has an offsets buffer of %d bytes", a.DataType(), d.Offset(), off.Len())
 	}
 	if first := int(int32(binary.LittleEndian.Uint32(off.Bytes()[4*d.Offset():]))); first < 0 || first > limit {
 		return fmt.Errorf("empty %s array starts at offset %d, outside its %d values", a.DataType(), first, limit)
