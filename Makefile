@@ -14,7 +14,8 @@ build:
 # RACE_PKGS run under -race only, every other package without it. They are the packages
 # whose code starts goroutines (internal/repolint's test checks that each is listed here,
 # but for the benchmark harness, and checks leaks with goleak), the Beam transforms and
-# pipelines, whose DoFns run in concurrent bundles, and the PS tables, filters and barrier
+# pipelines, whose DoFns run in concurrent bundles, the readers and allocator that decode
+# workers share (io/dataset, internal/arrowpool), and the PS tables, filters and barrier
 # and the ZooKeeper users, which their servers call concurrently. Pure formats, configs
 # and file code (ps/export, ps/checkpoint, serving/config, …) run without it.
 # NORACE_RUN names tests of NORACE_PKG (one of RACE_PKGS) that the race phase skips (their
@@ -26,7 +27,8 @@ RACE_PKGS   ?= ./benchmarks ./io/synth ./io/fileops ./kernels/layout ./kernels/s
 	./pipelines/readlayout ./pipelines/validate ./pipelines/train ./pipelines/train/controller ./runners/... \
 	./ps/client ./ps/discovery ./ps/filter ./ps/pause ./ps/server ./ps/server/codec ./ps/servingmodel ./ps/table \
 	./serving/agent ./serving/agentctl ./serving/modelmgr ./serving/replica ./serving/tfs ./serving/zk \
-	./internal/zktest ./internal/zkserver ./internal/zk ./internal/ordered ./internal/metricsrv ./cmd/...
+	./internal/zktest ./internal/zkserver ./internal/zk ./internal/ordered ./internal/metricsrv ./internal/arrowpool \
+	./io/dataset ./cmd/...
 
 ## deps: install the Debian packages the tests and the benchmark suite need, only those
 ## missing (protoc with its well-known types, ZooKeeper, NumPy); apt-get, through sudo when
