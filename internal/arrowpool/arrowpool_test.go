@@ -17,7 +17,6 @@ func aligned64(b []byte) bool {
 // TestReuse: a freed buffer serves the next allocation of its class, zeroed and aligned;
 // other classes get new buffers.
 func TestReuse(t *testing.T) {
-	p := New(0)
 	tests := []struct {
 		name         string
 		first, later int
@@ -31,6 +30,7 @@ func TestReuse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			p := New(0)
 			b := p.Allocate(tc.first)
 			for i := range b {
 				b[i] = 0xAB
@@ -50,11 +50,6 @@ func TestReuse(t *testing.T) {
 					t.Fatalf("byte %d of a handed-out buffer is %#x", i, v)
 				}
 			}
-			p.Free(c)
-			for _, l := range p.free { // leave the pool empty for the next case
-				clear(l)
-			}
-			p.free, p.held = [maxClass + 1][][]byte{}, 0
 		})
 	}
 }
