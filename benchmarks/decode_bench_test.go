@@ -33,16 +33,20 @@ func memcpyMBps(n int) float64 {
 	return float64(copied) / time.Since(start).Seconds() / 1e6
 }
 
+// decodeCases are the files of the decode benchmarks: 8 ExampleBatches of DefaultShape
+// as each record type.
+var decodeCases = []struct {
+	name string
+	typ  batch.Source
+	n    int // ExampleBatches of DefaultShape in the file
+}{
+	{"examplebatch", batch.SourceExampleBatch, 8},
+	{"example", batch.SourceExample, 8},
+	{"instance", batch.SourceInstance, 8},
+}
+
 func BenchmarkDecode(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		typ  batch.Source
-		n    int // ExampleBatches of DefaultShape in the file
-	}{
-		{"examplebatch", batch.SourceExampleBatch, 8},
-		{"example", batch.SourceExample, 8},
-		{"instance", batch.SourceInstance, 8},
-	} {
+	for _, tc := range decodeCases {
 		b.Run(tc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "input.pb")
 			size, err := WriteDecodeInput(path, tc.typ, tc.n)
@@ -71,17 +75,10 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkDecodeParallel is BenchmarkDecode through DecodeFileParallel on 2 goroutines
 // (one more frames the file), the suite's 2-goroutine decode figure.
 func BenchmarkDecodeParallel(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		typ  batch.Source
-	}{
-		{"examplebatch", batch.SourceExampleBatch},
-		{"example", batch.SourceExample},
-		{"instance", batch.SourceInstance},
-	} {
+	for _, tc := range decodeCases {
 		b.Run(tc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "input.pb")
-			size, err := WriteDecodeInput(path, tc.typ, 8)
+			size, err := WriteDecodeInput(path, tc.typ, tc.n)
 			if err != nil {
 				b.Fatal(err)
 			}
