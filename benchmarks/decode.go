@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/monolith-go/monolith/internal/arrowpool"
 	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/io/pbstream"
 	"github.com/monolith-go/monolith/io/recordio"
@@ -93,13 +94,28 @@ func WriteDecodeInput(path string, typ batch.Source, records int) (int64, error)
 	return st.Size(), nil
 }
 
-// DecodeFile decodes the file WriteDecodeInput wrote into Arrow batches of DefaultShape.Rows
-// rows, releasing each, and returns the rows decoded.
-func DecodeFile(ctx context.Context, path string, typ batch.Source) (int64, error) {
-	r, err := openDecodeInput(path, typ)
+// Decoder decodes files WriteDecodeInput wrote, one after another, into Arrow batches of
+// DefaultShape.Rows rows, releasing each. Like a pipeline worker that reads file after
+// file, it lends every file's Reader the chunk buffers and the Arrow memory (an
+// internal/arrowpool) that the files before it gave back, so that a figure measured over
+// several files is the decoder's steady state, not one file's warm-up.
+type Decoder struct {
+	bufs *dataset.Buffers
+	mem  *arrowpool.Pool
+}
+
+// NewDecoder returns a Decoder with empty buffers.
+func NewDecoder() *Decoder {
+	return &Decoder{bufs: dataset.NewBuffers(), mem: arrowpool.New(0)}
+}
+
+// File decodes the file at path on this goroutine and returns the rows decoded.
+func (d *Decoder) File(ctx context.Context, path string, typ batch.Source) (int64, error) {
+	r, err := d.open(path, typ)
 	if err != nil {
 		return 0, err
 	}
+	defer r.Close()
 	var rows int64
 	for {
 		rec, err := r.Next(ctx)
@@ -114,21 +130,22 @@ func DecodeFile(ctx context.Context, path string, typ batch.Source) (int64, erro
 	}
 }
 
-// openDecodeInput opens a file WriteDecodeInput wrote.
-func openDecodeInput(path string, typ batch.Source) (*dataset.Reader, error) {
-	o := dataset.Options{Type: typ, BatchRows: DefaultShape.Rows}
+// open opens a file WriteDecodeInput wrote.
+func (d *Decoder) open(path string, typ batch.Source) (*dataset.Reader, error) {
+	o := dataset.Options{Type: typ, BatchRows: DefaultShape.Rows, Mem: d.mem, Buffers: d.bufs}
 	o.Record.PB.HasSortID = true
 	return dataset.Open([]string{path}, o)
 }
 
-// DecodeFileParallel is DecodeFile on workers goroutines: this goroutine frames the file
-// into chunks of records (dataset.Reader.NextChunk) and the workers decode them into
-// batches, as the pipelines' read step does.
-func DecodeFileParallel(ctx context.Context, path string, typ batch.Source, workers int) (int64, error) {
-	r, err := openDecodeInput(path, typ)
+// FileParallel is File on workers goroutines: this goroutine frames the file into chunks
+// of records (dataset.Reader.NextChunk) and the workers decode them into batches, as the
+// pipelines' read step does.
+func (d *Decoder) FileParallel(ctx context.Context, path string, typ batch.Source, workers int) (int64, error) {
+	r, err := d.open(path, typ)
 	if err != nil {
 		return 0, err
 	}
+	defer r.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	chunks := make(chan *dataset.Chunk, workers)

@@ -57,8 +57,9 @@ func BenchmarkDecode(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
 			rows := int64(0)
+			d := NewDecoder()
 			for b.Loop() {
-				n, err := DecodeFile(context.Background(), path, tc.typ)
+				n, err := d.File(context.Background(), path, tc.typ)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -72,7 +73,7 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeParallel is BenchmarkDecode through DecodeFileParallel on 2 goroutines
+// BenchmarkDecodeParallel is BenchmarkDecode through Decoder.FileParallel on 2 goroutines
 // (one more frames the file), the suite's 2-goroutine decode figure.
 func BenchmarkDecodeParallel(b *testing.B) {
 	for _, tc := range decodeCases {
@@ -84,8 +85,9 @@ func BenchmarkDecodeParallel(b *testing.B) {
 			}
 			b.SetBytes(size)
 			b.ReportAllocs()
+			d := NewDecoder()
 			for b.Loop() {
-				if _, err := DecodeFileParallel(context.Background(), path, tc.typ, 2); err != nil {
+				if _, err := d.FileParallel(context.Background(), path, tc.typ, 2); err != nil {
 					b.Fatal(err)
 				}
 			}

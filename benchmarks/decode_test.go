@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestDecodeFileParallel: decoding on 1, 2 and 3 goroutines yields every row of each
 // record type, and a file that does not decode is an error on any number of goroutines.
-func TestDecodeFileParallel(t *testing.T) {
+func TestDecoder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	for _, typ := range []batch.Source{batch.SourceExampleBatch, batch.SourceExample, batch.SourceInstance} {
@@ -23,11 +23,12 @@ func TestDecodeFileParallel(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := int64(3 * DefaultShape.Rows)
-		if rows, err := DecodeFile(ctx, path, typ); err != nil || rows != want {
-			t.Fatalf("%v: DecodeFile: %d rows, %v; want %d", typ, rows, err, want)
+		d := NewDecoder()
+		if rows, err := d.File(ctx, path, typ); err != nil || rows != want {
+			t.Fatalf("%v: Decoder.File: %d rows, %v; want %d", typ, rows, err, want)
 		}
 		for _, w := range []int{1, 2, 3} {
-			if rows, err := DecodeFileParallel(ctx, path, typ, w); err != nil || rows != want {
+			if rows, err := d.FileParallel(ctx, path, typ, w); err != nil || rows != want {
 				t.Errorf("%v on %d goroutines: %d rows, %v; want %d", typ, w, rows, err, want)
 			}
 		}
@@ -35,7 +36,7 @@ func TestDecodeFileParallel(t *testing.T) {
 		if typ == batch.SourceExample {
 			other = batch.SourceInstance
 		}
-		if _, err := DecodeFileParallel(ctx, path, other, 2); err == nil {
+		if _, err := d.FileParallel(ctx, path, other, 2); err == nil {
 			t.Errorf("%v read as %v: no error", typ, other)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/pipelines/readlayout"
 	"github.com/monolith-go/monolith/runners"
 	"github.com/monolith-go/monolith/transforms/beamio"
@@ -99,12 +100,13 @@ func runLoop(ctx context.Context, job Job) (Result, error) {
 				fail(err)
 				return
 			}
+			bufs := dataset.NewBuffers()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(job.Files) || ctx.Err() != nil {
 					return
 				}
-				err := beamio.ReadFile(ctx, job.Files[i], cfg, func(rec arrow.RecordBatch) error {
+				err := beamio.ReadFile(ctx, job.Files[i], cfg, bufs, func(rec arrow.RecordBatch) error {
 					h, err := c.Batch(ctx, rec)
 					if err != nil {
 						return err

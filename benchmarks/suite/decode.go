@@ -57,6 +57,7 @@ func (r *run) decode(ctx context.Context) error {
 		r.res.Inputs = append(r.res.Inputs, fmt.Sprintf("decode, %s: %d rows of benchmarks.DefaultShape (%d fid features, %d shared) in %s records, PB stream with sort ids, %.1f MB",
 			tc.name, rowsIn, benchmarks.DefaultShape.Features, benchmarks.DefaultShape.Shared, tc.name, float64(size)/1e6))
 		var dec, dec2, read, mem []float64
+		dec1, dec2p := benchmarks.NewDecoder(), benchmarks.NewDecoder()
 		for range r.sz.reps {
 			tRead, err := timeLoop(r.sz.budget, func() error {
 				n, err := readFile(path, buf)
@@ -70,7 +71,7 @@ func (r *run) decode(ctx context.Context) error {
 			}
 			m := kernelbench.MemcpyMBpsFor(int(size), r.sz.budget)
 			tDec, err := timeLoop(r.sz.budget, func() error {
-				rows, err := benchmarks.DecodeFile(ctx, path, tc.typ)
+				rows, err := dec1.File(ctx, path, tc.typ)
 				if err == nil && rows != rowsIn {
 					err = fmt.Errorf("decoded %d of %d rows", rows, rowsIn)
 				}
@@ -80,7 +81,7 @@ func (r *run) decode(ctx context.Context) error {
 				return fmt.Errorf("%s: decode %s: %w", tc.name, path, err)
 			}
 			tDec2, err := timeLoop(r.sz.budget, func() error {
-				rows, err := benchmarks.DecodeFileParallel(ctx, path, tc.typ, 2)
+				rows, err := dec2p.FileParallel(ctx, path, tc.typ, 2)
 				if err == nil && rows != rowsIn {
 					err = fmt.Errorf("decoded %d of %d rows on 2 goroutines", rows, rowsIn)
 				}

@@ -140,7 +140,7 @@ func serveRequests(ctx context.Context, c *train.Config, sizes []int) ([]*pb.Pre
 	read.RowsPerBatch = slices.Max(sizes)
 	var reqs []*pb.PredictRequest
 	errDone := errors.New("done")
-	err = beamio.ReadFile(ctx, files[0], read, func(rec arrow.RecordBatch) error {
+	err = beamio.ReadFile(ctx, files[0], read, nil, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		for _, n := range sizes {
 			if int(rec.NumRows()) < n {

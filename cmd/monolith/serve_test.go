@@ -174,7 +174,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	ebFile := filepath.Join(dir, "batch.pbtxt")
 	var rows int64
-	if err := beamio.ReadFile(ctx, evalFiles[0], beamio.DefaultReadConfig(), func(rec arrow.RecordBatch) error {
+	if err := beamio.ReadFile(ctx, evalFiles[0], beamio.DefaultReadConfig(), nil, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		if rows > 0 {
 			return nil

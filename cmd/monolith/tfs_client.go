@@ -140,7 +140,7 @@ func predictInput(ctx context.Context, inputType, file string, batchSize int) (s
 		read.RowsPerBatch = batchSize
 		var b []byte
 		errFirst := errors.New("first batch read")
-		err := beamio.ReadFile(ctx, file, read, func(rec arrow.RecordBatch) error {
+		err := beamio.ReadFile(ctx, file, read, nil, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			eb, err := batch.ToExampleBatch(rec)
 			if err != nil {

@@ -129,6 +129,10 @@ type Options struct {
 	Mem memory.Allocator
 	// Batch options passed to the batch builders.
 	Batch []batch.Option
+	// Buffers lends framing the chunk buffers that decoded chunks handed back. nil gives
+	// the Reader its own; a caller that opens file after file (one Reader per file) passes
+	// one Buffers to all of them, so that no file starts with new buffers.
+	Buffers *Buffers
 }
 
 // DefaultBatchRows is the default number of Example or Instance rows per batch.
@@ -184,20 +188,32 @@ type Reader struct {
 	cur   source
 	idx   int
 	stats struct{ files, records, rows, bytes atomic.Int64 }
-	bufs  bufPool // chunk buffers returned by Decode
+	bufs  *Buffers // chunk buffers returned by Decode (Options.Buffers or the Reader's own)
 }
 
-// bufPool keeps the payload buffers and record lists of decoded chunks for the next
+// Buffers keeps the payload buffers and record lists of decoded chunks for the next
 // chunks, so that framing does not allocate (and grow, and leave to the collector) them
-// per batch. It holds at most maxFreeBufs of each; Decode may return them from any
-// goroutine.
-type bufPool struct {
-	mu   sync.Mutex
-	bufs [][]byte
-	recs [][]chunkRecord
+// per batch, and the record readers' buffers of closed files for the next files. It
+// holds at most maxFreeBufs of each, and maxFreeBytes of buffers.
+// Chunk.Decode returns them from any goroutine; Readers that share one
+// (Options.Buffers) serve a file's first chunks from the files read before it. Safe for
+// concurrent use.
+type Buffers struct {
+	mu       sync.Mutex
+	bufs     [][]byte
+	recs     [][]chunkRecord
+	payloads [][]byte // the record readers' payload buffers of closed files
+	held     int      // bytes of bufs and payloads
 }
 
-const maxFreeBufs = 16
+// NewBuffers returns an empty Buffers.
+func NewBuffers() *Buffers { return &Buffers{} }
+
+// maxFreeBufs and maxFreeBytes bound what a Buffers keeps.
+const (
+	maxFreeBufs  = 16
+	maxFreeBytes = 64 << 20
+)
 
 // maxChunkHint and maxChunkRecs bound what a new chunk's buffer and record list are made
 // with before its records are read.
@@ -208,13 +224,14 @@ const (
 
 // get returns an empty buffer and record list, with the capacity of earlier chunks' when
 // any came back.
-func (p *bufPool) get() ([]byte, []chunkRecord) {
+func (p *Buffers) get() ([]byte, []chunkRecord) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var b []byte
 	var r []chunkRecord
 	if n := len(p.bufs); n > 0 {
 		b, p.bufs[n-1], p.bufs = p.bufs[n-1][:0], nil, p.bufs[:n-1]
+		p.held -= cap(b)
 	}
 	if n := len(p.recs); n > 0 {
 		r, p.recs[n-1], p.recs = p.recs[n-1][:0], nil, p.recs[:n-1]
@@ -222,11 +239,36 @@ func (p *bufPool) get() ([]byte, []chunkRecord) {
 	return b, r
 }
 
-func (p *bufPool) put(b []byte, r []chunkRecord) {
+// getPayload returns a record reader's buffer of an earlier file, or nil.
+func (p *Buffers) getPayload() []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if cap(b) > 0 && len(p.bufs) < maxFreeBufs {
+	n := len(p.payloads)
+	if n == 0 {
+		return nil
+	}
+	b := p.payloads[n-1]
+	p.payloads[n-1], p.payloads = nil, p.payloads[:n-1]
+	p.held -= cap(b)
+	return b
+}
+
+// putPayload keeps a closed file's record reader buffer.
+func (p *Buffers) putPayload(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cap(b) > 0 && len(p.payloads) < maxFreeBufs && p.held+cap(b) <= maxFreeBytes {
+		p.payloads = append(p.payloads, b[:0])
+		p.held += cap(b)
+	}
+}
+
+func (p *Buffers) put(b []byte, r []chunkRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cap(b) > 0 && len(p.bufs) < maxFreeBufs && p.held+cap(b) <= maxFreeBytes {
 		p.bufs = append(p.bufs, b)
+		p.held += cap(b)
 	}
 	if cap(r) > 0 && len(p.recs) < maxFreeBufs {
 		p.recs = append(p.recs, r)
@@ -248,7 +290,11 @@ func Open(files []string, o Options) (*Reader, error) {
 	if len(files) == 0 {
 		return nil, errors.New("io/dataset: no input files")
 	}
-	return &Reader{files: files, o: o}, nil
+	bufs := o.Buffers
+	if bufs == nil {
+		bufs = NewBuffers()
+	}
+	return &Reader{files: files, o: o, bufs: bufs}, nil
 }
 
 // Stats returns the counters so far.
@@ -471,6 +517,7 @@ func (r *Reader) openFramed(name string, f Format) (source, error) {
 		dec.Close()
 		return fail(err)
 	}
+	rr.SetPayloadBuffer(r.bufs.getPayload())
 	return &framedSource{r: r, name: name, rr: rr, file: file, dec: dec, typ: r.o.Type,
 		lagrangeX: f == PBStream && ro.PB.LagrangeX}, nil
 }
@@ -485,9 +532,14 @@ type framedSource struct {
 	typ       batch.Source
 	lagrangeX bool
 	done      bool
+	closed    bool // the record reader's buffer went back to r.bufs
 }
 
 func (s *framedSource) close() error {
+	if !s.closed {
+		s.closed = true
+		s.r.bufs.putPayload(s.rr.PayloadBuffer())
+	}
 	err := s.rr.Close()
 	if cerr := s.dec.Close(); err == nil {
 		err = cerr

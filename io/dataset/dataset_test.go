@@ -492,3 +492,62 @@ func TestChunkBufferReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedBuffers: Readers opened one after another with one Buffers (Options.Buffers)
+// read the same batches as Readers with buffers of their own, in both framings, with the
+// records of the later files larger and then smaller than the earlier ones'; a closed
+// file's record buffer goes back to the Buffers and the next file's reader takes it.
+func TestSharedBuffers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, framing := range []recordio.Framing{recordio.PBStream, recordio.TFRecord} {
+		t.Run(framing.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			var paths []string
+			for i, rows := range []int{4, 40, 2} {
+				path := filepath.Join(dir, fmt.Sprintf("part-%d", i))
+				writeRecords(t, path, recordio.Options{Framing: framing}, nil,
+					prototest.ExampleBatch(rng, rows), prototest.ExampleBatch(rng, rows+1))
+				paths = append(paths, path)
+			}
+			shared := NewBuffers()
+			for i, path := range paths {
+				o := Options{Type: batch.SourceExampleBatch}
+				want, own := readAllBatches(t, []string{path}, o)
+				own.Close()
+				o.Buffers = shared
+				r, err := Open([]string{path}, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []arrow.RecordBatch
+				for {
+					rec, err := r.Next(context.Background())
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) == 0 && i > 0 && len(shared.payloads) != 0 {
+						t.Errorf("file %d: the reader did not take the record buffer of the file before", i)
+					}
+					got = append(got, rec)
+				}
+				if err := r.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if len(shared.payloads) != 1 || len(shared.bufs) == 0 {
+					t.Errorf("file %d: %d record buffers and %d chunk buffers came back, want 1 and some", i, len(shared.payloads), len(shared.bufs))
+				}
+				if len(got) != len(want) {
+					t.Fatalf("file %d: %d batches, want %d", i, len(got), len(want))
+				}
+				for j := range got {
+					batchtest.SameBatch(t, j, got[j], want[j])
+				}
+				release(got)
+				release(want)
+			}
+		})
+	}
+}

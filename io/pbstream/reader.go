@@ -82,6 +82,20 @@ func NewReader(r io.Reader, o Options, opts ...ReaderOption) *Reader {
 // Options returns the framing options of the reader.
 func (r *Reader) Options() Options { return r.o }
 
+// SetPayloadBuffer makes buf's memory the buffer that payloads are read into, so that a
+// caller reading file after file can hand one reader's buffer (PayloadBuffer) to the next
+// instead of growing a new one per file. Call it before Next; a nil or empty buf is
+// ignored.
+func (r *Reader) SetPayloadBuffer(buf []byte) {
+	if cap(buf) > cap(r.payload) {
+		r.payload = buf[:0]
+	}
+}
+
+// PayloadBuffer returns the payload buffer, grown to the largest record read so far. The
+// reader must not be used after it has been handed on.
+func (r *Reader) PayloadBuffer() []byte { return r.payload[:0] }
+
 // Next returns the next record. Its Payload and SortID are valid until the next call to
 // Next. It returns io.EOF only at a clean end of the input (see the package documentation);
 // every other failure is a *CorruptError. After an error or io.EOF, Next keeps returning it.

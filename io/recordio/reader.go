@@ -89,6 +89,26 @@ func NewReader(src io.Reader, name string, o Options) (*Reader, error) {
 	return r, nil
 }
 
+// SetPayloadBuffer makes buf's memory the buffer that payloads are read into (see
+// PayloadBuffer). Call it before Next; a nil or empty buf is ignored.
+func (r *Reader) SetPayloadBuffer(buf []byte) {
+	if r.tf != nil {
+		r.tf.SetPayloadBuffer(buf)
+	} else {
+		r.pb.SetPayloadBuffer(buf)
+	}
+}
+
+// PayloadBuffer returns the payload buffer, grown to the largest record read so far, for a
+// reader of the next file (SetPayloadBuffer). The reader must not be used after it has
+// been handed on.
+func (r *Reader) PayloadBuffer() []byte {
+	if r.tf != nil {
+		return r.tf.PayloadBuffer()
+	}
+	return r.pb.PayloadBuffer()
+}
+
 // Name returns the name given to Open or NewReader.
 func (r *Reader) Name() string { return r.name }
 

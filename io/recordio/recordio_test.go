@@ -663,3 +663,61 @@ func TestCreateFileMode(t *testing.T) {
 		t.Fatalf("Create made mode %v, os.Create makes %v", got.Mode(), want.Mode())
 	}
 }
+
+// TestPayloadBufferHandOff: a reader started with the payload buffer of an earlier reader
+// (PayloadBuffer, SetPayloadBuffer) reads its payloads into that memory and returns the
+// same records, in both framings, with records larger and smaller than the buffer's.
+func TestPayloadBufferHandOff(t *testing.T) {
+	for _, f := range framings {
+		t.Run(f.String(), func(t *testing.T) {
+			file := func(sizes ...int) []byte {
+				var buf bytes.Buffer
+				w, err := NewWriter(&buf, Options{Framing: f})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, n := range sizes {
+					if err := w.Write(bytes.Repeat([]byte{byte(i + 1)}, n)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return buf.Bytes()
+			}
+			first, err := NewReader(bytes.NewReader(file(10, 300_000, 3)), "first", Options{Framing: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				if _, err := first.Next(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			lent := first.PayloadBuffer()
+			if cap(lent) < 300_000 {
+				t.Fatalf("payload buffer holds %d bytes, want at least the largest record's 300000", cap(lent))
+			}
+			second, err := NewReader(bytes.NewReader(file(7, 5000, 400_000)), "second", Options{Framing: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			second.SetPayloadBuffer(lent)
+			for i, n := range []int{7, 5000, 400_000} {
+				rec, err := second.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(rec.Payload, bytes.Repeat([]byte{byte(i + 1)}, n)) {
+					t.Fatalf("record %d: %d bytes, not the %d written", i, len(rec.Payload), n)
+				}
+				if i == 0 && &rec.Payload[0] != &lent[:1][0] {
+					t.Error("the first record was not read into the lent buffer")
+				}
+			}
+		})
+	}
+}

@@ -66,7 +66,7 @@ func TestPipelineMatchesChain(t *testing.T) {
 			}
 			var want readlayout.Totals
 			for _, f := range c.Files {
-				err := beamio.ReadFile(ctx, f, beamio.DefaultReadConfig(), func(rec arrow.RecordBatch) error {
+				err := beamio.ReadFile(ctx, f, beamio.DefaultReadConfig(), nil, func(rec arrow.RecordBatch) error {
 					h, err := ch.Batch(ctx, rec)
 					want.Rows += rec.NumRows()
 					want.Batches++

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/pipelines/train/controller"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/runners"
@@ -245,12 +246,13 @@ func (e engine) loopFiles(ctx context.Context, files []string, create bool, epoc
 	var wg sync.WaitGroup
 	for _, c := range chains {
 		wg.Go(func() {
+			bufs := dataset.NewBuffers()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(files) || ctx.Err() != nil {
 					return
 				}
-				err := beamio.ReadFile(ctx, files[i], e.j.Read, func(rec arrow.RecordBatch) error {
+				err := beamio.ReadFile(ctx, files[i], e.j.Read, bufs, func(rec arrow.RecordBatch) error {
 					defer rec.Release()
 					return fn(ctx, c, rec)
 				})

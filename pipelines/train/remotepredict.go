@@ -63,7 +63,7 @@ func PredictRemote(ctx context.Context, c *Config, server, name string, tc *tls.
 	stub := tfservingpb.NewPredictionServiceClient(cc)
 	var all model.Scores
 	for _, f := range files {
-		err := beamio.ReadFile(ctx, f, c.readConfig(), func(rec arrow.RecordBatch) error {
+		err := beamio.ReadFile(ctx, f, c.readConfig(), nil, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			sc, err := predictBatch(ctx, stub, name, rec)
 			if err != nil {

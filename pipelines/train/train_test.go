@@ -170,7 +170,7 @@ func TestRetriedBatchAppliesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec arrow.RecordBatch
-	if err := beamio.ReadFile(ctx, files[0], j.Read, func(r arrow.RecordBatch) error {
+	if err := beamio.ReadFile(ctx, files[0], j.Read, nil, func(r arrow.RecordBatch) error {
 		if rec == nil {
 			rec = r
 		} else {

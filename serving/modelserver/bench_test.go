@@ -91,7 +91,7 @@ func predictRequest(tb testing.TB, data string, n int) *pb.PredictRequest {
 	read.RowsPerBatch = n
 	var req *pb.PredictRequest
 	errDone := errors.New("done")
-	err = beamio.ReadFile(ctx, files[0], read, func(rec arrow.RecordBatch) error {
+	err = beamio.ReadFile(ctx, files[0], read, nil, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		rows := make([]int, n)
 		for i := range rows {

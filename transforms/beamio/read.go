@@ -166,6 +166,7 @@ type readFn struct {
 	Config ReadConfig
 
 	pool *ordered.Pool[int, *dataset.Chunk, []arrow.RecordBatch]
+	bufs *dataset.Buffers // lent from file to file, across the bundles of this instance
 }
 
 func (f *readFn) StartBundle(ctx context.Context, _ func(arrow.RecordBatch)) error {
@@ -174,6 +175,9 @@ func (f *readFn) StartBundle(ctx context.Context, _ func(arrow.RecordBatch)) err
 		n = runtime.GOMAXPROCS(0)
 	}
 	rows := int64(f.Config.DatasetOptions().BatchRows)
+	if f.bufs == nil {
+		f.bufs = dataset.NewBuffers()
+	}
 	var err error
 	f.pool, err = ordered.New(ctx, n, 0, func() (int, error) { return 0, nil },
 		func(_ context.Context, _ int, c *dataset.Chunk) ([]arrow.RecordBatch, error) {
@@ -187,7 +191,9 @@ func (f *readFn) StartBundle(ctx context.Context, _ func(arrow.RecordBatch)) err
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, file string, emit func(arrow.RecordBatch)) error {
-	r, err := dataset.Open([]string{file}, f.Config.DatasetOptions())
+	o := f.Config.DatasetOptions()
+	o.Buffers = f.bufs
+	r, err := dataset.Open([]string{file}, o)
 	if err != nil {
 		return fmt.Errorf("beamio: %w", err)
 	}
@@ -236,9 +242,12 @@ func cut(rec arrow.RecordBatch, rows int64) []arrow.RecordBatch {
 
 // ReadFile reads one file and calls fn with each batch, cut to at most RowsPerBatch rows.
 // fn owns the batch. It is the body of Read's DoFn, exported for plain-Go callers (the
-// pipeline benchmark's loop) so that both read exactly the same way.
-func ReadFile(ctx context.Context, file string, cfg ReadConfig, fn func(arrow.RecordBatch) error) error {
+// pipeline benchmark's loop) so that both read exactly the same way. bufs, when not nil,
+// lends the framing buffers of the files read before (dataset.Buffers), as Read's DoFn
+// does from file to file; a caller reading many files passes one per goroutine.
+func ReadFile(ctx context.Context, file string, cfg ReadConfig, bufs *dataset.Buffers, fn func(arrow.RecordBatch) error) error {
 	o := cfg.DatasetOptions()
+	o.Buffers = bufs
 	r, err := dataset.Open([]string{file}, o)
 	if err != nil {
 		return fmt.Errorf("beamio: %w", err)
