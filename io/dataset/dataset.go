@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/arrowpool"
 	"github.com/monolith-go/monolith/io/compress"
+	"github.com/monolith-go/monolith/io/pbstream"
 	"github.com/monolith-go/monolith/io/pbtext"
 	"github.com/monolith-go/monolith/io/recordio"
 	"github.com/monolith-go/monolith/io/tfrecord"
@@ -203,7 +205,8 @@ type Buffers struct {
 	bufs     [][]byte
 	recs     [][]chunkRecord
 	payloads [][]byte // the record readers' payload buffers of closed files
-	held     int      // bytes of bufs and payloads
+	readers  []*bufio.Reader
+	held     int // bytes of bufs and payloads
 }
 
 // NewBuffers returns an empty Buffers.
@@ -251,6 +254,32 @@ func (p *Buffers) getPayload() []byte {
 	p.payloads[n-1], p.payloads = nil, p.payloads[:n-1]
 	p.held -= cap(b)
 	return b
+}
+
+// getReader returns a buffered reader of src with a buffer of size bytes, one of a closed
+// file when one of that size came back.
+func (p *Buffers) getReader(src io.Reader, size int) *bufio.Reader {
+	p.mu.Lock()
+	for i := len(p.readers) - 1; i >= 0; i-- {
+		if br := p.readers[i]; br.Size() == size {
+			p.readers = slices.Delete(p.readers, i, i+1)
+			p.mu.Unlock()
+			br.Reset(src)
+			return br
+		}
+	}
+	p.mu.Unlock()
+	return bufio.NewReaderSize(src, size)
+}
+
+// putReader keeps a closed file's buffered reader.
+func (p *Buffers) putReader(br *bufio.Reader) {
+	br.Reset(nil) // drop the closed file
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.readers) < maxFreeBufs {
+		p.readers = append(p.readers, br)
+	}
 }
 
 // putPayload keeps a closed file's record reader buffer.
@@ -501,7 +530,13 @@ func (r *Reader) openFramed(name string, f Format) (source, error) {
 	if err != nil {
 		return fail(&Error{File: name, Record: -1, Offset: -1, Err: err})
 	}
-	br := bufio.NewReaderSize(dec, 1<<16)
+	// One buffer as large as the framing's: the record reader reads through br itself
+	// (bufio.NewReaderSize returns a reader that is large enough).
+	size := ro.BufferSize
+	if size <= 0 {
+		size = max(pbstream.DefaultBufferSize, tfrecord.DefaultBufferSize)
+	}
+	br := r.bufs.getReader(dec, size)
 	if f == Auto {
 		f = PBStream
 		if head, _ := br.Peek(12); len(head) == 12 && tfrecord.MaskedCRC(head[:8]) == binary.LittleEndian.Uint32(head[8:]) {
@@ -512,13 +547,15 @@ func (r *Reader) openFramed(name string, f Format) (source, error) {
 	if f == TFRecord {
 		ro.Framing = recordio.TFRecord
 	}
+	ro.BufferSize = size
 	rr, err := recordio.NewReader(br, name, ro)
 	if err != nil {
+		r.bufs.putReader(br)
 		dec.Close()
 		return fail(err)
 	}
 	rr.SetPayloadBuffer(r.bufs.getPayload())
-	return &framedSource{r: r, name: name, rr: rr, file: file, dec: dec, typ: r.o.Type,
+	return &framedSource{r: r, name: name, rr: rr, br: br, file: file, dec: dec, typ: r.o.Type,
 		lagrangeX: f == PBStream && ro.PB.LagrangeX}, nil
 }
 
@@ -527,6 +564,7 @@ type framedSource struct {
 	r         *Reader
 	name      string
 	rr        *recordio.Reader
+	br        *bufio.Reader // rr reads through it
 	file      *os.File
 	dec       io.ReadCloser
 	typ       batch.Source
@@ -539,6 +577,7 @@ func (s *framedSource) close() error {
 	if !s.closed {
 		s.closed = true
 		s.r.bufs.putPayload(s.rr.PayloadBuffer())
+		s.r.bufs.putReader(s.br)
 	}
 	err := s.rr.Close()
 	if cerr := s.dec.Close(); err == nil {

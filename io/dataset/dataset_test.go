@@ -528,16 +528,17 @@ func TestSharedBuffers(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if len(got) == 0 && i > 0 && len(shared.payloads) != 0 {
-						t.Errorf("file %d: the reader did not take the record buffer of the file before", i)
+					if len(got) == 0 && i > 0 && (len(shared.payloads) != 0 || len(shared.readers) != 0) {
+						t.Errorf("file %d: the reader did not take the record buffer and buffered reader of the file before", i)
 					}
 					got = append(got, rec)
 				}
 				if err := r.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if len(shared.payloads) != 1 || len(shared.bufs) == 0 {
-					t.Errorf("file %d: %d record buffers and %d chunk buffers came back, want 1 and some", i, len(shared.payloads), len(shared.bufs))
+				if len(shared.payloads) != 1 || len(shared.readers) != 1 || len(shared.bufs) == 0 {
+					t.Errorf("file %d: %d record buffers, %d buffered readers and %d chunk buffers came back, want 1, 1 and some",
+						i, len(shared.payloads), len(shared.readers), len(shared.bufs))
 				}
 				if len(got) != len(want) {
 					t.Fatalf("file %d: %d batches, want %d", i, len(got), len(want))
