@@ -13,6 +13,7 @@ import (
 
 	"github.com/monolith-go/monolith/internal/atomicfile"
 	"github.com/monolith-go/monolith/internal/tlsconf"
+	"github.com/monolith-go/monolith/io/dataset"
 	"github.com/monolith-go/monolith/schemas/batch"
 	"github.com/monolith-go/monolith/schemas/tfcorepb"
 	"github.com/monolith-go/monolith/schemas/tfservingpb"
@@ -62,8 +63,9 @@ func PredictRemote(ctx context.Context, c *Config, server, name string, tc *tls.
 	defer cc.Close()
 	stub := tfservingpb.NewPredictionServiceClient(cc)
 	var all model.Scores
+	bufs := dataset.NewBuffers()
 	for _, f := range files {
-		err := beamio.ReadFile(ctx, f, c.readConfig(), nil, func(rec arrow.RecordBatch) error {
+		err := beamio.ReadFile(ctx, f, c.readConfig(), bufs, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			sc, err := predictBatch(ctx, stub, name, rec)
 			if err != nil {
