@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -550,5 +551,96 @@ func TestSharedBuffers(t *testing.T) {
 				release(want)
 			}
 		})
+	}
+}
+
+// TestSharedBuffersConcurrent: Readers on several goroutines share one Buffers, decoding
+// their chunks on other goroutines as beamio does, and read what Readers with buffers of
+// their own read (run under -race in CI).
+func TestSharedBuffersConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	dir := t.TempDir()
+	var paths []string
+	for i := range 4 {
+		path := filepath.Join(dir, fmt.Sprintf("part-%d", i))
+		var msgs []proto.Message
+		for j := range 6 {
+			msgs = append(msgs, prototest.ExampleBatch(rng, 2+(i*7+j*3)%11))
+		}
+		writeRecords(t, path, recordio.Options{}, nil, msgs...)
+		paths = append(paths, path)
+	}
+	o := Options{Type: batch.SourceExampleBatch}
+	var want [][]arrow.RecordBatch
+	for _, path := range paths {
+		recs, r := readAllBatches(t, []string{path}, o)
+		r.Close()
+		want = append(want, recs)
+		defer release(recs)
+	}
+	o.Buffers = NewBuffers()
+	got := make([][]arrow.RecordBatch, len(paths))
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for rep := range 3 {
+				for i := g; i < len(paths); i += 2 {
+					recs, err := readDecodingElsewhere(paths[i], o)
+					if rep < 2 || err != nil {
+						release(recs)
+					} else {
+						got[i] = recs
+					}
+					if err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range paths {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", paths[i], errs[i])
+		}
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("%s: %d batches, want %d", paths[i], len(got[i]), len(want[i]))
+		}
+		for j := range got[i] {
+			batchtest.SameBatch(t, j, got[i][j], want[i][j])
+		}
+		release(got[i])
+	}
+}
+
+// readDecodingElsewhere reads a file with its chunks decoded on another goroutine.
+func readDecodingElsewhere(path string, o Options) ([]arrow.RecordBatch, error) {
+	r, err := Open([]string{path}, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []arrow.RecordBatch
+	for {
+		c, err := r.NextChunk(context.Background())
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		done := make(chan error, 1)
+		var rec arrow.RecordBatch
+		go func() {
+			var err error
+			rec, err = c.Decode()
+			done <- err
+		}()
+		if err := <-done; err != nil {
+			return out, err
+		}
+		out = append(out, rec)
 	}
 }
