@@ -131,9 +131,9 @@ type Options struct {
 	Mem memory.Allocator
 	// Batch options passed to the batch builders.
 	Batch []batch.Option
-	// Buffers lends framing the chunk buffers that decoded chunks handed back. nil gives
-	// the Reader its own; a caller that opens file after file (one Reader per file) passes
-	// one Buffers to all of them, so that no file starts with new buffers.
+	// Buffers lends framing the buffers of earlier chunks and files (see Buffers). nil
+	// gives the Reader its own; a caller that opens file after file (one Reader per file)
+	// passes one Buffers to all of them, so that no file starts with new buffers.
 	Buffers *Buffers
 }
 
@@ -195,11 +195,10 @@ type Reader struct {
 
 // Buffers keeps the payload buffers and record lists of decoded chunks for the next
 // chunks, so that framing does not allocate (and grow, and leave to the collector) them
-// per batch, and the record readers' buffers of closed files for the next files. It
-// holds at most maxFreeBufs of each, and maxFreeBytes of buffers.
-// Chunk.Decode returns them from any goroutine; Readers that share one
-// (Options.Buffers) serve a file's first chunks from the files read before it. Safe for
-// concurrent use.
+// per batch, and the record readers' buffers of closed files for the next files. It holds
+// at most maxFreeBufs of each, and maxFreeBytes of buffers. Chunk.Decode returns them from
+// any goroutine; Readers that share one (Options.Buffers) serve a file's first chunks from
+// the files read before it. Safe for concurrent use.
 type Buffers struct {
 	mu       sync.Mutex
 	bufs     [][]byte
@@ -574,11 +573,6 @@ type framedSource struct {
 }
 
 func (s *framedSource) close() error {
-	if !s.closed {
-		s.closed = true
-		s.r.bufs.putPayload(s.rr.PayloadBuffer())
-		s.r.bufs.putReader(s.br)
-	}
 	err := s.rr.Close()
 	if cerr := s.dec.Close(); err == nil {
 		err = cerr
@@ -587,6 +581,11 @@ func (s *framedSource) close() error {
 		if cerr := s.file.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if !s.closed { // hand the buffers on once, after the readers are done with them
+		s.closed = true
+		s.r.bufs.putPayload(s.rr.PayloadBuffer())
+		s.r.bufs.putReader(s.br)
 	}
 	return err
 }

@@ -23,6 +23,15 @@
 // BatchRows at a time (default 1024) into one batch; the last batch of a file may be
 // shorter, and batches never span files. A batch file yields its batches as stored.
 //
+// # Memory
+//
+// Framing copies a batch's records into one chunk buffer; Chunk.Decode (which may run on
+// another goroutine) hands that buffer back once the batch holds its own copies. A
+// Reader keeps the buffers that came back, its record reader's payload buffer and its
+// buffered file reader for the next chunks and files; Readers opened one per file share
+// them through Options.Buffers. Batches are allocated from Options.Mem, by default a pool
+// that reuses the buffers of released batches.
+//
 // # data_source_key
 //
 // Monolith's FilePBDataset overwrites every message's data_source_key with the key of its
