@@ -662,6 +662,76 @@ func TestV1Conversion(t *testing.T) {
 	}
 }
 
+// dirtyAllocator hands out memory full of 0xFF, as a pool that does not clear reused
+// buffers would.
+type dirtyAllocator struct{ memory.Allocator }
+
+func (a dirtyAllocator) Allocate(n int) []byte {
+	b := a.Allocator.Allocate(n)
+	for i := range b {
+		b[i] = 0xFF
+	}
+	return b
+}
+
+func (a dirtyAllocator) Reallocate(n int, old []byte) []byte {
+	b := a.Allocate(n)
+	copy(b, old)
+	a.Free(old)
+	return b
+}
+
+// TestWireV1SignatureBits: the wire decoder keeps a v1 column's signature bits in a
+// companion only when one is non-zero (its memory from the batch's allocator, freed with
+// the batch, and not assumed clear), in columns of v1 cells alone and mixed with v2 cells,
+// and the batch converts back to the same ExampleBatch.
+func TestWireV1SignatureBits(t *testing.T) {
+	v1 := func(vals ...uint64) *examplepb.Feature {
+		return &examplepb.Feature{Type: &examplepb.Feature_FidV1List{FidV1List: &examplepb.FidList{Value: vals}}}
+	}
+	v2 := &examplepb.Feature{Type: &examplepb.Feature_FidV2List{FidV2List: &examplepb.FidList{Value: []uint64{7 << 48, 9}}}}
+	tests := []struct {
+		name      string
+		cells     []*examplepb.Feature
+		companion bool
+	}{
+		{"no bits", []*examplepb.Feature{v1(1<<60, 3), v1(5)}, false},
+		{"bits", []*examplepb.Feature{v1(1<<60|5<<48, 3), v1(5)}, true},
+		{"bits after a v2 cell", []*examplepb.Feature{v2, v1(2, 1<<54|63<<48)}, true},
+		{"no bits beside a v2 cell", []*examplepb.Feature{v1(2), v2}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(dirtyAllocator{memory.DefaultAllocator})
+			defer mem.AssertSize(t, 0)
+			eb := &examplepb.ExampleBatch{BatchSize: int32(len(tc.cells)), NamedFeatureList: []*examplepb.NamedFeatureList{{Name: "a", Feature: tc.cells}}}
+			rec, err := DecodeExampleBatch(mem, mustMarshal(t, eb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rec.Release()
+			if got := len(rec.Schema().FieldIndices(v1hiPrefix+"a")) == 1; got != tc.companion {
+				t.Errorf("signature-bit companion %v, want %v", got, tc.companion)
+			}
+			ref, err := FromExampleBatch(memory.DefaultAllocator, eb) // the message path
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Release()
+			if !array.RecordEqual(rec, ref) {
+				t.Errorf("wire path %v, message path %v", rec, ref)
+			}
+			back, err := ToExampleBatch(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(back.NamedFeatureList[0], eb.NamedFeatureList[0]) {
+				t.Errorf("round trip: %v, want %v", prototext.Format(back.NamedFeatureList[0]), prototext.Format(eb.NamedFeatureList[0]))
+			}
+		})
+	}
+}
+
 // TestFlatRoundTrip: Flatten → Widen to a wider file schema → Conform restores the batch
 // exactly, which is how Parquet and the other flat formats store batches.
 func TestFlatRoundTrip(t *testing.T) {

@@ -20,9 +20,10 @@ type featureCol struct {
 	kinds   []Kind // one per cell
 	shared  bool   // one cell for all rows (ExampleBatch SHARED)
 	lb      *array.ListBuilder
-	sb      array.Builder // scalar families
-	built   arrow.Array   // the finished main array, when a fast path built it directly
-	hi      []uint8       // v1 signature bits 48..53 of every fid value, once one is non-zero
+	sb      array.Builder  // scalar families
+	built   arrow.Array    // the finished main array, when a fast path built it directly
+	hi      []uint8        // v1 signature bits 48..53 of every fid value, once one is non-zero
+	hiBuf   *memory.Buffer // the memory of hi when the wire path allocated it from the batch's allocator
 	anyHi   bool
 	nvals   int // fid values appended so far
 	id      int32
@@ -175,6 +176,15 @@ func (c *featureCol) release() {
 	if c.sb != nil {
 		c.sb.Release()
 	}
+	c.dropHiBuf()
+}
+
+// dropHiBuf releases the memory of hi when it came from the batch's allocator.
+func (c *featureCol) dropHiBuf() {
+	if c.hiBuf != nil {
+		c.hiBuf.Release()
+		c.hiBuf, c.hi = nil, nil
+	}
 }
 
 // finish builds the column and its companions for a batch of n rows.
@@ -234,7 +244,8 @@ func (c *featureCol) finish(mem memory.Allocator, n int) ([]arrow.Field, []arrow
 	arrs := []arrow.Array{main}
 
 	if c.anyHi {
-		hi := v1HiArray(mem, main.(*array.List), c.hi)
+		hi := v1HiArray(mem, main.(*array.List), c.hi, c.hiBuf)
+		c.dropHiBuf() // the array holds its own reference
 		fields = append(fields, companionField(v1hiPrefix+c.name, hi.DataType(), RoleV1Hi, c.name))
 		arrs = append(arrs, hi)
 	}
@@ -269,16 +280,25 @@ func companionField(name string, dt arrow.DataType, role Role, of string) arrow.
 		[]string{MetaRole, MetaOf}, []string{string(role), of})}
 }
 
-// v1HiArray builds a list<uint8> that shares the offsets and validity of fids.
-func v1HiArray(mem memory.Allocator, fids *array.List, hi []uint8) arrow.Array {
-	b := array.NewUint8Builder(mem)
-	b.AppendValues(hi, nil)
-	child := b.NewArray()
-	b.Release()
+// v1HiArray builds a list<uint8> that shares the offsets and validity of fids. Its values
+// are hiBuf when not nil (hi is its memory), else a copy of hi.
+func v1HiArray(mem memory.Allocator, fids *array.List, hi []uint8, hiBuf *memory.Buffer) arrow.Array {
+	var child arrow.ArrayData
+	if hiBuf != nil {
+		child = array.NewData(arrow.PrimitiveTypes.Uint8, len(hi), []*memory.Buffer{nil, hiBuf}, nil, 0, 0)
+	} else {
+		b := array.NewUint8Builder(mem)
+		b.AppendValues(hi, nil)
+		a := b.NewArray()
+		b.Release()
+		child = a.Data()
+		child.Retain()
+		a.Release()
+	}
 	defer child.Release()
 	d := fids.Data()
 	data := array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Uint8), d.Len(), d.Buffers(),
-		[]arrow.ArrayData{child.Data()}, d.NullN(), d.Offset())
+		[]arrow.ArrayData{child}, d.NullN(), d.Offset())
 	defer data.Release()
 	return array.MakeFromData(data)
 }

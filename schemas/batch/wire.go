@@ -276,8 +276,11 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 			pos += len(d) / 8
 		case KindFidV1List:
 			u := arrow.Uint64Traits.CastFromBytes(vb[pos*8 : pos*8+len(d)])
-			if c.hi == nil {
-				c.hi = make([]uint8, total) // dropped below when every fid's bits are zero
+			if c.hi == nil { // dropped below when every fid's bits are zero
+				c.hiBuf = memory.NewResizableBuffer(mem)
+				c.hiBuf.Resize(total)
+				c.hi = c.hiBuf.Bytes()
+				clear(c.hi) // the bits of the column's v2 cells stay zero
 			}
 			hi := c.hi[pos : pos+len(u)]
 			var any uint8
@@ -305,6 +308,7 @@ func (c *featureCol) buildWire(mem memory.Allocator, cells []wireCell) error {
 	}
 	offs[n] = int32(pos)
 	if !c.anyHi {
+		c.dropHiBuf()
 		c.hi = nil
 	}
 	var elem arrow.DataType
