@@ -74,14 +74,20 @@ func NewReader(src io.Reader, name string, o Options) (*Reader, error) {
 		return nil, fmt.Errorf("io/recordio: %s: %w", name, err)
 	}
 	r := &Reader{name: name, o: o, codec: codec, dec: dec}
+	in := io.Reader(dec)
+	if codec == compress.None {
+		// dec passes reads straight to src; handing src itself to the framing reader lets it
+		// use a large enough *bufio.Reader as its buffer instead of adding one.
+		in = src
+	}
 	switch o.Framing {
 	case TFRecord:
-		r.tf = tfrecord.NewReader(dec,
+		r.tf = tfrecord.NewReader(in,
 			tfrecord.WithAllowTruncatedTail(o.AllowTruncatedTail),
 			tfrecord.WithBufferSize(o.BufferSize),
 			tfrecord.WithMaxRecordSize(o.MaxRecordSize))
 	default:
-		r.pb = pbstream.NewReader(dec, o.PB,
+		r.pb = pbstream.NewReader(in, o.PB,
 			pbstream.WithAllowTruncatedTail(o.AllowTruncatedTail),
 			pbstream.WithBufferSize(o.BufferSize),
 			pbstream.WithMaxRecordSize(o.MaxRecordSize))

@@ -1,12 +1,14 @@
 package recordio
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -716,6 +718,29 @@ func TestPayloadBufferHandOff(t *testing.T) {
 				}
 				if i == 0 && &rec.Payload[0] != &lent[:1][0] {
 					t.Error("the first record was not read into the lent buffer")
+				}
+			}
+		})
+	}
+}
+
+// TestReadsThroughCallersBuffer: with no codec, a reader over a *bufio.Reader at least as
+// large as its read buffer uses it as is instead of buffering again (no second buffer is
+// allocated), in both framings.
+func TestReadsThroughCallersBuffer(t *testing.T) {
+	for _, f := range framings {
+		t.Run(f.String(), func(t *testing.T) {
+			var ms runtime.MemStats
+			for range 20 {
+				br := bufio.NewReaderSize(bytes.NewReader(nil), 256<<10)
+				runtime.ReadMemStats(&ms) // the caller's buffer is not the reader's allocation
+				before := ms.TotalAlloc
+				if _, err := NewReader(br, "x", Options{Framing: f}); err != nil {
+					t.Fatal(err)
+				}
+				runtime.ReadMemStats(&ms)
+				if got := ms.TotalAlloc - before; got >= 64<<10 {
+					t.Fatalf("a reader over a 256 KiB *bufio.Reader allocated %d bytes: a buffer of its own", got)
 				}
 			}
 		})
