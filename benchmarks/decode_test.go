@@ -12,8 +12,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestDecodeFileParallel: decoding on 1, 2 and 3 goroutines yields every row of each
-// record type, and a file that does not decode is an error on any number of goroutines.
+// TestDecoder: one Decoder, on 1, 2 and 3 goroutines, yields every row of each record
+// type, file after file, and a file that does not decode is an error on any number of
+// goroutines.
 func TestDecoder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

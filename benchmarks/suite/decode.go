@@ -36,7 +36,8 @@ func readFile(path string, buf []byte) (int64, error) {
 
 // decode times file bytes → Arrow batches for the three record types against reading the
 // same file (raw read bandwidth) and memcpy of its size, and on two goroutines against
-// one, in the same repetition.
+// one, in the same repetition. Each way of decoding keeps one benchmarks.Decoder over all
+// its repetitions, as a job's reader keeps its buffers from file to file.
 func (r *run) decode(ctx context.Context) error {
 	buf := make([]byte, 1<<20)
 	for _, tc := range []struct {
