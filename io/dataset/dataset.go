@@ -229,30 +229,54 @@ const (
 func (p *Buffers) get() ([]byte, []chunkRecord) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var b []byte
 	var r []chunkRecord
-	if n := len(p.bufs); n > 0 {
-		b, p.bufs[n-1], p.bufs = p.bufs[n-1][:0], nil, p.bufs[:n-1]
-		p.held -= cap(b)
-	}
 	if n := len(p.recs); n > 0 {
 		r, p.recs[n-1], p.recs = p.recs[n-1][:0], nil, p.recs[:n-1]
 	}
-	return b, r
+	return p.takeBytes(&p.bufs), r
+}
+
+func (p *Buffers) put(b []byte, r []chunkRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keepBytes(&p.bufs, b)
+	if cap(r) > 0 && len(p.recs) < maxFreeBufs {
+		p.recs = append(p.recs, r)
+	}
 }
 
 // getPayload returns a record reader's buffer of an earlier file, or nil.
 func (p *Buffers) getPayload() []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.payloads)
+	return p.takeBytes(&p.payloads)
+}
+
+// putPayload keeps a closed file's record reader buffer.
+func (p *Buffers) putPayload(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keepBytes(&p.payloads, b)
+}
+
+// takeBytes removes the last buffer of l and returns it empty, or nil; p.mu is held.
+func (p *Buffers) takeBytes(l *[][]byte) []byte {
+	n := len(*l)
 	if n == 0 {
 		return nil
 	}
-	b := p.payloads[n-1]
-	p.payloads[n-1], p.payloads = nil, p.payloads[:n-1]
+	b := (*l)[n-1]
+	(*l)[n-1], *l = nil, (*l)[:n-1]
 	p.held -= cap(b)
-	return b
+	return b[:0]
+}
+
+// keepBytes adds b to l unless that would pass maxFreeBufs or maxFreeBytes; p.mu is held.
+func (p *Buffers) keepBytes(l *[][]byte, b []byte) {
+	if cap(b) > 0 && len(*l) < maxFreeBufs && p.held+cap(b) <= maxFreeBytes {
+		*l = append(*l, b[:0])
+		p.held += cap(b)
+	}
 }
 
 // getReader returns a buffered reader of src with a buffer of size bytes, one of a closed
@@ -278,28 +302,6 @@ func (p *Buffers) putReader(br *bufio.Reader) {
 	defer p.mu.Unlock()
 	if len(p.readers) < maxFreeBufs {
 		p.readers = append(p.readers, br)
-	}
-}
-
-// putPayload keeps a closed file's record reader buffer.
-func (p *Buffers) putPayload(b []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cap(b) > 0 && len(p.payloads) < maxFreeBufs && p.held+cap(b) <= maxFreeBytes {
-		p.payloads = append(p.payloads, b[:0])
-		p.held += cap(b)
-	}
-}
-
-func (p *Buffers) put(b []byte, r []chunkRecord) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cap(b) > 0 && len(p.bufs) < maxFreeBufs && p.held+cap(b) <= maxFreeBytes {
-		p.bufs = append(p.bufs, b)
-		p.held += cap(b)
-	}
-	if cap(r) > 0 && len(p.recs) < maxFreeBufs {
-		p.recs = append(p.recs, r)
 	}
 }
 
@@ -563,13 +565,12 @@ type framedSource struct {
 	r         *Reader
 	name      string
 	rr        *recordio.Reader
-	br        *bufio.Reader // rr reads through it
+	br        *bufio.Reader // rr reads through it; nil once close handed it on
 	file      *os.File
 	dec       io.ReadCloser
 	typ       batch.Source
 	lagrangeX bool
 	done      bool
-	closed    bool // the record reader's buffer went back to r.bufs
 }
 
 func (s *framedSource) close() error {
@@ -582,10 +583,10 @@ func (s *framedSource) close() error {
 			err = cerr
 		}
 	}
-	if !s.closed { // hand the buffers on once, after the readers are done with them
-		s.closed = true
+	if s.br != nil { // hand the buffers on once, after the readers are done with them
 		s.r.bufs.putPayload(s.rr.PayloadBuffer())
 		s.r.bufs.putReader(s.br)
+		s.br = nil
 	}
 	return err
 }
