@@ -33,6 +33,13 @@ import (
 // readAllBatches reads every batch, failing the test on error.
 func readAllBatches(t *testing.T, files []string, o Options) ([]arrow.RecordBatch, *Reader) {
 	t.Helper()
+	return readAllBatchesEach(t, files, o, nil)
+}
+
+// readAllBatchesEach is readAllBatches calling each, unless nil, after every batch with
+// the number read so far.
+func readAllBatchesEach(t *testing.T, files []string, o Options, each func(n int)) ([]arrow.RecordBatch, *Reader) {
+	t.Helper()
 	r, err := Open(files, o)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +54,9 @@ func readAllBatches(t *testing.T, files []string, o Options) ([]arrow.RecordBatc
 			t.Fatal(err)
 		}
 		out = append(out, rec)
+		if each != nil {
+			each(len(out))
+		}
 	}
 }
 
@@ -516,24 +526,11 @@ func TestSharedBuffers(t *testing.T) {
 				want, own := readAllBatches(t, []string{path}, o)
 				own.Close()
 				o.Buffers = shared
-				r, err := Open([]string{path}, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []arrow.RecordBatch
-				for {
-					rec, err := r.Next(context.Background())
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(got) == 0 && i > 0 && (len(shared.payloads) != 0 || len(shared.readers) != 0) {
+				got, r := readAllBatchesEach(t, []string{path}, o, func(n int) {
+					if n == 1 && i > 0 && (len(shared.payloads) != 0 || len(shared.readers) != 0) {
 						t.Errorf("file %d: the reader did not take the record buffer and buffered reader of the file before", i)
 					}
-					got = append(got, rec)
-				}
+				})
 				if err := r.Close(); err != nil {
 					t.Fatal(err)
 				}
