@@ -75,10 +75,10 @@ func (l *Layouter) readRequest(req *Sharded, bs []block, lo, hi int) uint64 {
 
 // readLines reads one word of every cache line of columns [lo, lo+w) of each fid's row.
 func readLines(fids []uint64, bs []block, lo, w int) uint64 {
-	var acc uint64
 	if w <= 0 {
 		return 0
 	}
+	var acc uint64
 	for _, fo := range fids {
 		b := &bs[fo>>32]
 		a := int(uint32(fo))*b.stride + lo
