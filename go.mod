@@ -111,3 +111,8 @@ tool (
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
 	google.golang.org/protobuf/cmd/protoc-gen-go
 )
+
+// go-zookeeper v1.0.4 with one fix: the connection loop and the receive loop share the
+// last zxid without synchronisation, a data race the race detector reports on reconnects
+// (upstream go-zookeeper/zk PR #35, open). See third_party/go-zookeeper/zk/PATCHES.md.
+replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper/zk

@@ -3,6 +3,7 @@ package zk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -598,3 +599,50 @@ func expireBehind(t *testing.T, proxy *zktest.Proxy, direct *Client, path string
 type discardZK struct{}
 
 func (discardZK) Printf(string, ...any) {}
+
+// TestReconnectWithWatchesAndTraffic cuts the connection of a client that holds watches
+// while requests are in flight, several times. On reconnect the library re-arms the
+// watches from the last zxid it saw while the new connection's replies update it; under
+// -race this pins that the two goroutines share that zxid safely (go-zookeeper v1.0.4
+// did not: see third_party/go-zookeeper/zk/PATCHES.md).
+func TestReconnectWithWatchesAndTraffic(t *testing.T) {
+	srv := zktest.Start(t)
+	proxy := srv.NewProxy(t)
+	c := connectClient(t, proxy.Servers())
+	direct := connectClient(t, srv.Servers())
+	ctx := testCtx(t)
+	if err := direct.EnsurePath(ctx, "/rw/a"); err != nil {
+		t.Fatal(err)
+	}
+	var kids calls[[]string]
+	if _, err := c.WatchChildren(ctx, "/rw", func(ch []string) bool { kids.add(ch); return true }); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 4
+	for i := range rounds {
+		proxy.Cut()
+		// Requests queued during the outage go out first on the new connection, so their
+		// replies race the re-arming of the watches.
+		time.Sleep(50 * time.Millisecond)
+		res := make(chan error, 3)
+		for j := range 3 {
+			go func() { res <- c.CreateOrSet(ctx, fmt.Sprintf("/rw/n%d-%d", i, j), []byte("x")) }()
+		}
+		time.Sleep(300 * time.Millisecond)
+		proxy.Heal()
+		for range 3 {
+			select {
+			case err := <-res:
+				if err != nil {
+					t.Fatalf("round %d: CreateOrSet across the outage: %v", i, err)
+				}
+			case <-time.After(wait):
+				t.Fatalf("round %d: CreateOrSet did not complete after the outage", i)
+			}
+		}
+	}
+	eventually(t, func() bool { l, _ := kids.last(); return len(l) == 1+3*rounds }, func() string {
+		l, _ := kids.last()
+		return fmt.Sprintf("last children call has %d nodes, want %d", len(l), 1+3*rounds)
+	})
+}
