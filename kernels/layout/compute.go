@@ -1,6 +1,8 @@
 package layout
 
 import (
+	"sync/atomic"
+
 	"github.com/monolith-go/monolith/kernels/featcfg"
 	"github.com/monolith-go/monolith/kernels/internal/vecf32"
 )
@@ -283,11 +285,20 @@ func (l *Layouter) Backward(reqs []Sharded, grads [][]float32, embGrad Embedding
 			clear(t[len(t)*w/l.workers : len(t)*(w+1)/l.workers])
 		}
 	})
-	l.partitionFeatures(reqs)
+	// Each worker takes the next feature not yet taken: how long a feature takes depends
+	// on the cache lines its fids' rows span and on the other worker's traffic, which no
+	// static split by estimated work balanced. A feature's rows get their contributions in
+	// the same order whichever worker takes it, so the result does not depend on the split.
+	F := len(l.cfg.Features)
+	var next atomic.Int64
 	l.run(func(w int) {
 		gvec := grow(l.scratch[w], l.width)
 		l.scratch[w] = gvec
-		for n := l.parts[w]; n < l.parts[w+1]; n++ {
+		for {
+			n := int(next.Add(1) - 1)
+			if n >= F {
+				return
+			}
 			base := 0
 			for ri := range reqs {
 				l.backwardFeature(n, &reqs[ri], blocks[ri], grads, base, gvec)
@@ -353,56 +364,6 @@ func (l *Layouter) backwardFeature(n int, req *Sharded, bs []block, grads [][]fl
 			}
 		}
 	}
-}
-
-// partitionFeatures splits the features into contiguous ranges of similar gradient work.
-func (l *Layouter) partitionFeatures(reqs []Sharded) {
-	F := len(l.cfg.Features)
-	l.parts = grow(l.parts, l.workers+1)
-	if l.workers == 1 {
-		l.parts[0], l.parts[1] = 0, F
-		return
-	}
-	l.cost = grow(l.cost, F+1)
-	clear(l.cost)
-	for n := 0; n < F; n++ {
-		width := 0
-		if pi := l.planOf[n]; pi >= 0 {
-			width = l.plans[pi].hi - l.plans[pi].lo
-		}
-		for _, ti := range l.byFeat[n] {
-			width += l.targets[ti].width
-		}
-		for ri := range reqs {
-			r := &reqs[ri]
-			start := int(r.NflOffset[n] & offsetMask)
-			if int(r.NflOffset[n+1]&offsetMask) == start {
-				continue
-			}
-			cnt := 1
-			if r.NflOffset[n]&sharedBit == 0 {
-				cnt = r.BatchSize
-			}
-			fids := int(r.FeatureOffset[start+cnt] - r.FeatureOffset[start])
-			if cnt == 1 {
-				fids *= r.BatchSize // every row's gradient goes to the shared entry's fids
-			}
-			l.cost[n+1] += (fids + r.BatchSize) * width
-		}
-	}
-	for n := 1; n <= F; n++ {
-		l.cost[n] += l.cost[n-1]
-	}
-	total := l.cost[F]
-	f := 0
-	for w := 0; w < l.workers; w++ {
-		l.parts[w] = f
-		target := total * (w + 1) / l.workers
-		for f < F && (l.cost[f+1] <= target || w == l.workers-1) {
-			f++
-		}
-	}
-	l.parts[l.workers] = F
 }
 
 // copySmall copies like copy, without a call for the short runs of floats the kernels move.

@@ -88,9 +88,6 @@ type Layouter struct {
 	tmplLen int     // Σ row sizes of the outputs that have a template row
 	scratch [][]float32
 	tmplUse [][]bool // per worker: whether each output's template row is in use for the request
-	// backward partition scratch
-	cost  []int
-	parts []int
 }
 
 // plan is how one feature is pooled: once per entry, over the union [lo, hi) of the
