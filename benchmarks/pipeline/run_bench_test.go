@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// BenchmarkRun runs the loop and the pipeline over the suite's 1× input (65 536 rows in 4
-// files) in this process, for CPU and allocation profiles of the two side by side:
+// BenchmarkRun runs the loop and the pipeline over the full suite's 1× input (131 072 rows
+// in 8 files) in this process, for CPU and allocation profiles of the two side by side:
 //
 //	go test -run '^$' -bench Run -benchmem -count 5 ./benchmarks/pipeline
 //	go test -run '^$' -bench Run/pipeline -memprofile mem.out ./benchmarks/pipeline
@@ -15,7 +15,7 @@ import (
 //
 // B/op is what a run allocates (the pipeline's prism job included).
 func BenchmarkRun(b *testing.B) {
-	benchRun(b, Shape{BaseRows: 65536, BaseFiles: 4, MaxScale: 1, PS: 4, Version: 5, Unique: true}, 1)
+	benchRun(b, Shape{BaseRows: 131072, BaseFiles: 8, MaxScale: 1, PS: 4, Version: 5, Unique: true}, 1)
 }
 
 // BenchmarkRunBatchRows runs both at 4× (262 144 rows) with ExampleBatch records of 256

@@ -138,14 +138,11 @@ func (r *run) kernels(ctx context.Context) error {
 			var mem, g1, g2 []float64
 			for range r.sz.reps {
 				base := kernelbench.MemcpyMBpsFor(int(kr.bytes/2), r.sz.budget)
-				t1, err := timeLoop(r.sz.budget, kr.run[1])
+				ts, err := timeAlternating(r.sz.budget, kr.run[1], kr.run[2])
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", kr.name, name, err)
 				}
-				t2, err := timeLoop(r.sz.budget, kr.run[2])
-				if err != nil {
-					return fmt.Errorf("%s %s: %w", kr.name, name, err)
-				}
+				t1, t2 := ts[0], ts[1]
 				mem = append(mem, base)
 				g1 = append(g1, float64(kr.bytes)/t1/1e6)
 				g2 = append(g2, float64(kr.bytes)/t2/1e6)

@@ -43,6 +43,33 @@ func (r *run) waitQuiet(ctx context.Context) error {
 	return nil
 }
 
+// timeAlternating calls fs in turn, one call each per round, until every one of them has
+// run for at least budget in total (each at least once), and returns the time per call of
+// each in seconds. Compared with timeLoop windows one after the other, a ratio between two
+// of them then pairs calls made moments apart, under the same load and clock, which on a
+// shared machine drift over the hundreds of milliseconds of a window.
+func timeAlternating(budget time.Duration, fs ...func() error) ([]float64, error) {
+	spent := make([]time.Duration, len(fs))
+	calls := 0
+	for done := false; !done; {
+		done = true
+		for i, f := range fs {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return nil, err
+			}
+			spent[i] += time.Since(t0)
+			done = done && spent[i] >= budget
+		}
+		calls++
+	}
+	out := make([]float64, len(fs))
+	for i, d := range spent {
+		out[i] = d.Seconds() / float64(calls)
+	}
+	return out, nil
+}
+
 // timeLoop calls f until at least budget has passed (at least once) and returns the time
 // per call in seconds.
 func timeLoop(budget time.Duration, f func() error) (float64, error) {
