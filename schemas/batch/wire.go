@@ -132,20 +132,31 @@ func (rb *recordBuilder) wireList(b []byte, n int) (string, *featureCol, error) 
 	cells := rb.cells[:0]
 	defer func() { rb.cells = cells[:0] }()
 	for len(b) > 0 {
-		num, wt, m := protowire.ConsumeTag(b)
+		// A cell with a one-byte length, without calls (most of a list's bytes).
+		if len(b) >= 2 && b[0] == nflFeature<<3|byte(protowire.BytesType) && b[1] < 0x80 && int(b[1]) <= len(b)-2 {
+			end := 2 + int(b[1])
+			c, ok := parseWireCell(b[2:end])
+			if !ok {
+				return "", nil, errSlowList
+			}
+			cells = append(cells, c)
+			b = b[end:]
+			continue
+		}
+		num, wt, m := consumeTag(b)
 		if m < 0 {
 			return "", nil, errSlowList
 		}
 		b = b[m:]
 		switch {
 		case num == nflName && wt == protowire.BytesType:
-			name, m = protowire.ConsumeBytes(b)
+			name, m = consumeBytes(b)
 			if m >= 0 && !utf8.Valid(name) {
 				return "", nil, errSlowList // every occurrence must be UTF-8; the message path reports it
 			}
 		case num == nflFeature && wt == protowire.BytesType:
 			var f []byte
-			f, m = protowire.ConsumeBytes(b)
+			f, m = consumeBytes(b)
 			if m >= 0 {
 				c, ok := parseWireCell(f)
 				if !ok {
@@ -419,15 +430,40 @@ func parseWireCell(b []byte) (wireCell, bool) {
 	if len(b) == 0 {
 		return wireCell{kind: KindUnset}, true
 	}
-	num, wt, n := protowire.ConsumeTag(b)
+	// The common shape, without calls: a one-byte tag and length, then the list's one-byte
+	// tag of field 1 and length, and the packed values; the same result as
+	// parseWireCellAny for such bytes.
+	if len(b) >= 4 && b[0] < 0x80 && b[0]&7 == byte(protowire.BytesType) && b[1] < 0x80 && int(b[1]) == len(b)-2 &&
+		b[2] == 1<<3|byte(protowire.BytesType) && b[3] < 0x80 && int(b[3]) == len(b)-4 {
+		k := Kind(b[0] >> 3)
+		if !wireKind(k) {
+			return wireCell{}, false
+		}
+		data := b[4:]
+		if !validPacked(k, data) {
+			return wireCell{}, false
+		}
+		return wireCell{kind: k, data: data}, true
+	}
+	return parseWireCellAny(b)
+}
+
+// parseWireCellAny is parseWireCell for any encoding of the cell (multi-byte tags and
+// lengths, empty lists); FuzzParseWireCell checks that parseWireCell's fast path agrees
+// with it.
+func parseWireCellAny(b []byte) (wireCell, bool) {
+	if len(b) == 0 {
+		return wireCell{kind: KindUnset}, true
+	}
+	num, wt, n := consumeTag(b)
 	if n < 0 || wt != protowire.BytesType {
 		return wireCell{}, false
 	}
 	k := Kind(num)
-	if k != KindFidV1List && k != KindFidV2List && k != KindFloatList && k != KindInt64List && k != KindBytesList {
+	if !wireKind(k) {
 		return wireCell{}, false
 	}
-	list, m := protowire.ConsumeBytes(b[n:])
+	list, m := consumeBytes(b[n:])
 	if m < 0 || n+m != len(b) {
 		return wireCell{}, false // malformed, or a second field (a repeated oneof member)
 	}
@@ -437,11 +473,11 @@ func parseWireCell(b []byte) (wireCell, bool) {
 		}
 		return wireCell{kind: k}, true
 	}
-	num, wt, n = protowire.ConsumeTag(list)
+	num, wt, n = consumeTag(list)
 	if n < 0 || num != 1 || wt != protowire.BytesType {
 		return wireCell{}, false
 	}
-	data, m := protowire.ConsumeBytes(list[n:])
+	data, m := consumeBytes(list[n:])
 	if m < 0 || n+m != len(list) {
 		return wireCell{}, false
 	}
@@ -451,6 +487,11 @@ func parseWireCell(b []byte) (wireCell, bool) {
 		return wireCell{}, false
 	}
 	return wireCell{kind: k, data: data}, true
+}
+
+// wireKind reports whether a Feature's list kind k can take the fast path.
+func wireKind(k Kind) bool {
+	return k == KindFidV1List || k == KindFidV2List || k == KindFloatList || k == KindInt64List || k == KindBytesList
 }
 
 // validPacked reports whether data holds whole packed values of a fid, float or int64 list
