@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
@@ -375,14 +373,13 @@ func (c *Client) do(ctx context.Context, op, path string, fn func() error) error
 // transient reports errors worth retrying: the request may not have been applied and a
 // later attempt (on a new connection or session) can succeed. Besides the library's
 // connection and session errors, that is a failed write of the request on a connection
-// that just broke: the library hands the socket's error (a broken pipe, a reset) to the
-// caller as it is.
+// that just broke: the library hands the socket's error (a *net.OpError: broken pipe,
+// reset, deadline) to the caller as it is.
 func transient(err error) bool {
-	var ne net.Error
+	var oe *net.OpError
 	return errors.Is(err, gozk.ErrConnectionClosed) || errors.Is(err, gozk.ErrNoServer) ||
 		errors.Is(err, gozk.ErrSessionExpired) || errors.Is(err, gozk.ErrSessionMoved) ||
-		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNRESET)
+		errors.As(err, &oe)
 }
 
 // CheckPath accepts an absolute znode path other than "/" with no empty segment and no

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -621,16 +624,20 @@ func TestReconnectWithWatchesAndTraffic(t *testing.T) {
 	const rounds = 4
 	for i := range rounds {
 		proxy.Cut()
-		// Requests queued during the outage go out first on the new connection, so their
-		// replies race the re-arming of the watches.
-		time.Sleep(50 * time.Millisecond)
-		res := make(chan error, 3)
-		for j := range 3 {
+		// Requests issued as the connection breaks fail on its socket (a broken pipe the
+		// client must retry); those issued once the library has noticed are queued and go
+		// out first on the new connection, so their replies race the re-arming of the
+		// watches.
+		res := make(chan error, 6)
+		for j := range 6 {
+			if j == 3 {
+				time.Sleep(50 * time.Millisecond)
+			}
 			go func() { res <- c.CreateOrSet(ctx, fmt.Sprintf("/rw/n%d-%d", i, j), []byte("x")) }()
 		}
 		time.Sleep(300 * time.Millisecond)
 		proxy.Heal()
-		for range 3 {
+		for range 6 {
 			select {
 			case err := <-res:
 				if err != nil {
@@ -641,8 +648,37 @@ func TestReconnectWithWatchesAndTraffic(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, func() bool { l, _ := kids.last(); return len(l) == 1+3*rounds }, func() string {
+	eventually(t, func() bool { l, _ := kids.last(); return len(l) == 1+6*rounds }, func() string {
 		l, _ := kids.last()
-		return fmt.Sprintf("last children call has %d nodes, want %d", len(l), 1+3*rounds)
+		return fmt.Sprintf("last children call has %d nodes, want %d", len(l), 1+6*rounds)
 	})
+}
+
+// TestTransient: connection and session losses are retried, the socket error of a write on
+// a broken connection among them (the library returns it as it is); answers of the server
+// and the caller's own cancellation are not.
+func TestTransient(t *testing.T) {
+	brokenPipe := &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection closed", gozk.ErrConnectionClosed, true},
+		{"no server", gozk.ErrNoServer, true},
+		{"session expired", gozk.ErrSessionExpired, true},
+		{"session moved", fmt.Errorf("create /a: %w", gozk.ErrSessionMoved), true},
+		{"broken pipe on write", brokenPipe, true},
+		{"no node", gozk.ErrNoNode, false},
+		{"node exists", gozk.ErrNodeExists, false},
+		{"bad version", gozk.ErrBadVersion, false},
+		{"canceled", context.Canceled, false},
+		{"caller's deadline", context.DeadlineExceeded, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := transient(tc.err); got != tc.want {
+				t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
 }
