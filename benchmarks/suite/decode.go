@@ -73,19 +73,9 @@ func (r *run) decode(ctx context.Context) error {
 			m := kernelbench.MemcpyMBpsFor(int(size), r.sz.budget)
 			// One goroutine and two alternate file by file (timeAlternating): their ratio
 			// is the target.
-			ts, err := timeAlternating(r.sz.budget, func() error {
-				rows, err := dec1.File(ctx, path, tc.typ)
-				if err == nil && rows != rowsIn {
-					err = fmt.Errorf("decoded %d of %d rows", rows, rowsIn)
-				}
-				return err
-			}, func() error {
-				rows, err := dec2p.FileParallel(ctx, path, tc.typ, 2)
-				if err == nil && rows != rowsIn {
-					err = fmt.Errorf("decoded %d of %d rows on 2 goroutines", rows, rowsIn)
-				}
-				return err
-			})
+			ts, err := timeAlternating(r.sz.budget,
+				decodeCall("1 goroutine", rowsIn, func() (int64, error) { return dec1.File(ctx, path, tc.typ) }),
+				decodeCall("2 goroutines", rowsIn, func() (int64, error) { return dec2p.FileParallel(ctx, path, tc.typ, 2) }))
 			if err != nil {
 				return fmt.Errorf("%s: decode %s: %w", tc.name, path, err)
 			}
@@ -107,4 +97,19 @@ func (r *run) decode(ctx context.Context) error {
 			Note:   "one goroutine frames the file into chunks of records, two decode them (dataset.Reader.NextChunk, Chunk.Decode), as the pipelines' read step does"})
 	}
 	return nil
+}
+
+// decodeCall is one call of decode for timing: an error, or a row count other than want,
+// names the way of decoding.
+func decodeCall(way string, want int64, decode func() (int64, error)) func() error {
+	return func() error {
+		rows, err := decode()
+		if err == nil && rows != want {
+			err = fmt.Errorf("decoded %d of %d rows", rows, want)
+		}
+		if err != nil {
+			return fmt.Errorf("on %s: %w", way, err)
+		}
+		return nil
+	}
 }
