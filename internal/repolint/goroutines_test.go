@@ -28,17 +28,18 @@ type pkg struct {
 
 // listPackages runs `go list -json ./...` at the module root.
 func listPackages(t *testing.T, root string) []pkg {
-	return listJSON[pkg](t, root)
+	return listJSON[pkg](t, root, "./...")
 }
 
-// listJSON runs `go list -json ./...` at the module root and decodes each package as T.
-func listJSON[T any](t *testing.T, root string) []T {
+// listJSON runs `go list -json args...` at the module root and decodes each package (or
+// module, with -m) as T.
+func listJSON[T any](t *testing.T, root string, args ...string) []T {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
 	}
 	var pkgs []T
 	dec := json.NewDecoder(strings.NewReader(string(out)))

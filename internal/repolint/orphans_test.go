@@ -67,7 +67,7 @@ func TestNoOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs := listJSON[pkgUse](t, root)
+	pkgs := listJSON[pkgUse](t, root, "./...")
 	main := module + "/cmd/monolith"
 	if !slices.ContainsFunc(pkgs, func(p pkgUse) bool { return p.ImportPath == main && len(p.Imports) > 20 }) {
 		t.Fatalf("go list has no %s with its imports: the check would prove nothing", main)

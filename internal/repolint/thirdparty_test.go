@@ -1,9 +1,7 @@
 package repolint
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -20,19 +18,15 @@ func TestZooKeeperClientIsPatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-m", "-json", "github.com/go-zookeeper/zk")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -m github.com/go-zookeeper/zk: %v", err)
-	}
-	var m struct {
+	type module struct {
 		Version string
 		Replace *struct{ Path, Dir string }
 	}
-	if err := json.Unmarshal(out, &m); err != nil {
-		t.Fatalf("go list -m output: %v", err)
+	ms := listJSON[module](t, root, "-m", "github.com/go-zookeeper/zk")
+	if len(ms) != 1 {
+		t.Fatalf("go list -m github.com/go-zookeeper/zk: %d modules", len(ms))
 	}
+	m := ms[0]
 	want := filepath.Join(root, "third_party", "go-zookeeper", "zk")
 	if m.Replace == nil || filepath.Clean(m.Replace.Dir) != want {
 		t.Fatalf("github.com/go-zookeeper/zk %s is built from %+v, want the patched copy in %s", m.Version, m.Replace, want)
