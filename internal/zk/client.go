@@ -91,6 +91,7 @@ const DefaultConnectTimeout = 15 * time.Second
 // replaced, with a warning.
 type Client struct {
 	conn    *gozk.Conn
+	zlog    *zkLogger // the library's logger, stopped by Close
 	aclList []gozk.ACL
 	logger  *slog.Logger
 	metrics *Metrics
@@ -138,10 +139,11 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		regCh:   make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.zlog = &zkLogger{l: logger}
 	hasSession := make(chan struct{}, 1)
 	var sessions atomic.Int64 // sessions established
 	conn, _, err := gozk.Connect(opts.Servers, timeout,
-		gozk.WithLogger(zkLogger{logger}), gozk.WithLogInfo(false),
+		gozk.WithLogger(c.zlog), gozk.WithLogInfo(false),
 		gozk.WithEventCallback(func(ev gozk.Event) {
 			// Runs on go-zookeeper's goroutine: flags and non-blocking sends only (S7).
 			if ev.Type != gozk.EventSession {
@@ -181,8 +183,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	select {
 	case <-hasSession:
 	case <-wait.Done():
-		c.cancel()
-		conn.Close()
+		c.abandon()
 		if ctx.Err() == nil {
 			return nil, fmt.Errorf("zk: connect %v: no session within %v (is ZooKeeper running there?)", opts.Servers, limit)
 		}
@@ -190,8 +191,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	if opts.Auth != "" {
 		if err := c.do(ctx, "add auth", "", func() error { return conn.AddAuth("digest", []byte(opts.Auth)) }); err != nil {
-			c.cancel()
-			conn.Close()
+			c.abandon()
 			return nil, err
 		}
 	}
@@ -206,6 +206,14 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// abandon undoes a Connect that fails after the library's connection exists: nothing of
+// it runs on, nor logs, once Connect has returned.
+func (c *Client) abandon() {
+	c.cancel()
+	c.conn.Close()
+	c.zlog.stop()
+}
+
 // Close ends the session (the server then deletes the ephemeral nodes), stops every watch
 // and waits for the client's goroutines. It is idempotent and always returns nil.
 func (c *Client) Close() error {
@@ -214,6 +222,7 @@ func (c *Client) Close() error {
 		c.cancel()
 		c.mu.Unlock()
 		c.conn.Close()
+		c.zlog.stop()
 		c.wg.Wait()
 	})
 	return nil
@@ -727,10 +736,28 @@ func (c *Client) Delete(ctx context.Context, path string, recursive bool) error 
 	})
 }
 
-// zkLogger adapts slog to go-zookeeper's Logger.
-type zkLogger struct{ l *slog.Logger }
+// zkLogger adapts slog to go-zookeeper's Logger. The library's connection goroutine
+// outlives Conn.Close for a moment and may still log (a reconnect attempt); once stop has
+// returned, nothing more reaches the caller's logger.
+type zkLogger struct {
+	l       *slog.Logger
+	mu      sync.RWMutex
+	stopped bool
+}
 
-func (z zkLogger) Printf(format string, args ...any) {
+// stop ends the logging; it waits for a message being written.
+func (z *zkLogger) stop() {
+	z.mu.Lock()
+	z.stopped = true
+	z.mu.Unlock()
+}
+
+func (z *zkLogger) Printf(format string, args ...any) {
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	if z.stopped {
+		return
+	}
 	msg := fmt.Sprintf(format, args...)
 	level := slog.LevelInfo
 	if strings.Contains(msg, "failed") {

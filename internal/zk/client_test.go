@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -680,5 +681,22 @@ func TestTransient(t *testing.T) {
 				t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestZKLoggerStops: the library's messages reach the logger until Close stops it, and
+// none after (its connection goroutine can still log once Conn.Close has returned).
+func TestZKLoggerStops(t *testing.T) {
+	var buf strings.Builder
+	z := &zkLogger{l: slog.New(slog.NewTextHandler(&buf, nil))}
+	z.Printf("connected to %s", "127.0.0.1:2181")
+	if !strings.Contains(buf.String(), "zookeeper client: connected to 127.0.0.1:2181") {
+		t.Fatalf("before stop: %q", buf.String())
+	}
+	z.stop()
+	before := buf.String()
+	z.Printf("failed to connect to %s", "127.0.0.1:2181")
+	if buf.String() != before {
+		t.Errorf("logged after stop: %q", strings.TrimPrefix(buf.String(), before))
 	}
 }
