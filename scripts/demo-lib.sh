@@ -30,12 +30,18 @@ free_port() {
 }
 say() { printf '\n$ %s\n' "$*"; }
 
-# start_zookeeper: a standalone ZooKeeper on loopback, stopped at exit; sets ZK.
+# start_zookeeper: a standalone ZooKeeper on loopback, stopped at exit; sets ZK. A port
+# taken between free_port and ZooKeeper's bind (tests run beside each other) makes the
+# server exit: it is started again on another port, three times at most. It fails, with
+# the server's log, when no start answers `ruok` within 60 s.
 start_zookeeper() {
-	local port
-	port=$(free_port)
+	local port pid try
+	local cp=$JARS/zookeeper.jar
+	[[ -f $JARS/slf4j-simple.jar ]] && cp=$cp:$JARS/slf4j-simple.jar
 	mkdir -p "$WORK/zk"
-	cat > "$WORK/zk/zoo.cfg" <<EOC
+	for try in 1 2 3; do
+		port=$(free_port)
+		cat > "$WORK/zk/zoo.cfg" <<EOC
 tickTime=500
 dataDir=$WORK/zk
 clientPort=$port
@@ -43,15 +49,25 @@ clientPortAddress=127.0.0.1
 admin.enableServer=false
 4lw.commands.whitelist=ruok
 EOC
-	local cp=$JARS/zookeeper.jar
-	[[ -f $JARS/slf4j-simple.jar ]] && cp=$cp:$JARS/slf4j-simple.jar
-	java -Xmx256m -Dzookeeper.admin.enableServer=false -cp "$cp" \
-		org.apache.zookeeper.server.ZooKeeperServerMain "$WORK/zk/zoo.cfg" > "$WORK/zk/zookeeper.log" 2>&1 &
-	PIDS+=($!)
-	for _ in $(seq 100); do
-		[[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && echo ruok >&3 && cat <&3" 2>/dev/null)" == imok ]] && break
-		sleep 0.2
+		java -Xmx256m -Dzookeeper.admin.enableServer=false -cp "$cp" \
+			org.apache.zookeeper.server.ZooKeeperServerMain "$WORK/zk/zoo.cfg" > "$WORK/zk/zookeeper.log" 2>&1 &
+		pid=$!
+		PIDS+=("$pid")
+		local deadline=$((SECONDS + 60))
+		while ((SECONDS < deadline)) && kill -0 "$pid" 2>/dev/null; do
+			if [[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && echo ruok >&3 && cat <&3" 2>/dev/null)" == imok ]]; then
+				ZK=127.0.0.1:$port
+				echo "ZooKeeper on $ZK"
+				return 0
+			fi
+			sleep 0.2
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			break # alive but silent for 60 s: not a port clash
+		fi
+		echo "ZooKeeper exited on port $port (start $try of 3)" >&2
 	done
-	ZK=127.0.0.1:$port
-	echo "ZooKeeper on $ZK"
+	echo "ZooKeeper did not answer ruok; its log:" >&2
+	tail -n 30 "$WORK/zk/zookeeper.log" >&2
+	exit 1
 }

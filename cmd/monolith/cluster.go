@@ -51,8 +51,9 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(fs.Output(), "usage: monolith cluster --config FILE [flags] [-- worker flags]\n\n"+
 			"Runs a training job as N worker processes and M PS processes on this machine\n"+
 			"(Monolith's LocalCluster). Each worker runs threads/N goroutines per step, so the\n"+
-			"job uses the cores one `monolith train` would. Flags after -- go to every\n"+
-			"`monolith train` worker.")
+			"job uses the cores one `monolith train` would, and each child's GOMAXPROCS is its\n"+
+			"share: threads/N for a worker (at least 2), cores/M for a shard, unless GOMAXPROCS\n"+
+			"is set. Flags after -- go to every `monolith train` worker.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -134,6 +135,9 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *disc == "zk" {
 		discArgs = append(discArgs, "--zk", *zk, "--job", *job)
 	}
+	// Each shard's share of the cores is its GOMAXPROCS (childEnv); the workers' is set
+	// below.
+	psProcs := max(1, runtime.GOMAXPROCS(0) / *numPS)
 	addrs := make([]string, *numPS)
 	psArgs := make([][]string, *numPS)
 	shards := make([]*child, *numPS)
@@ -146,7 +150,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		psArgs[i] = append(args, discArgs...)
 		_ = os.Remove(cl.addrFile(i)) // an earlier run's
-		if shards[i], err = cl.start(fmt.Sprintf("ps-%d", i), psArgs[i], nil); err != nil {
+		if shards[i], err = cl.start(fmt.Sprintf("ps-%d", i), psArgs[i], nil, psProcs); err != nil {
 			return err
 		}
 	}
@@ -164,6 +168,11 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		threads = runtime.GOMAXPROCS(0)
 	}
 	threads = max(1, threads / *workers)
+	// A worker's GOMAXPROCS: its threads, and never fewer than 2. With one, prism's
+	// progress loop, which spins on an already-closed channel from the end of a bundle's
+	// data to its response (v2.77.0), holds the only P until preempted and delays the
+	// response it waits for: a 2 048-example cluster run took 0.55 CPU-s instead of 0.28.
+	workerProcs := max(2, threads)
 	var chiefOut bytes.Buffer
 	outs := make([]*bytes.Buffer, *workers)
 	for i := range *workers {
@@ -186,7 +195,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if i == 0 {
 			outs[i] = &chiefOut
 		}
-		if _, err := cl.start(fmt.Sprintf("worker-%d", i), args, outs[i]); err != nil {
+		if _, err := cl.start(fmt.Sprintf("worker-%d", i), args, outs[i], workerProcs); err != nil {
 			return err
 		}
 	}
@@ -217,7 +226,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				}
 				args := slices.Clone(psArgs[i])
 				args[slices.Index(args, "--listen")+1] = listen
-				if shards[i], err = cl.start(ch.name, args, nil); err != nil {
+				if shards[i], err = cl.start(ch.name, args, nil, psProcs); err != nil {
 					return err
 				}
 				continue
@@ -255,6 +264,21 @@ type cluster struct {
 	stopped  bool
 }
 
+// childEnv is the environment of a child process given its share of the cores: env with
+// GOMAXPROCS=procs, unless env sets GOMAXPROCS to a value already (the user's choice
+// stands; an empty one means unset to the Go runtime, and here too). The
+// processes of a local cluster share one machine; each Go runtime would otherwise run as
+// many threads as the machine has cores and spin them looking for work, which cost the
+// suite's 2-core cluster a sixth of its CPU (benchmarks/NOTES.md, issue 22).
+func childEnv(env []string, procs int) []string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GOMAXPROCS="); ok && v != "" {
+			return env
+		}
+	}
+	return append(slices.Clip(env), "GOMAXPROCS="+strconv.Itoa(max(1, procs)))
+}
+
 // child is one process of the cluster.
 type child struct {
 	name string
@@ -265,8 +289,9 @@ type child struct {
 }
 
 // start runs this binary with args; its stderr (and stdout unless out is given) goes to
-// <dir>/<name>.log.
-func (cl *cluster) start(name string, args []string, out io.Writer) (*child, error) {
+// <dir>/<name>.log. procs is the child's share of this machine's cores, its GOMAXPROCS
+// (childEnv).
+func (cl *cluster) start(name string, args []string, out io.Writer, procs int) (*child, error) {
 	logPath := filepath.Join(cl.dir, name+".log")
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if slices.Contains(cl.started, name) { // a restart: its log goes on
@@ -278,6 +303,7 @@ func (cl *cluster) start(name string, args []string, out io.Writer) (*child, err
 	}
 	ch := &child{name: name, log: logPath, done: make(chan struct{})}
 	ch.cmd = exec.Command(cl.exe, args...)
+	ch.cmd.Env = childEnv(os.Environ(), procs)
 	ch.cmd.Stdout, ch.cmd.Stderr = f, f
 	if name == "worker-0" { // the chief's progress shows on the cluster's stderr too
 		ch.cmd.Stderr = io.MultiWriter(f, cl.stderr)

@@ -501,7 +501,7 @@ func clusterSurvivesPSKill(t *testing.T, shard int) {
 	}
 	t.Logf("killed shard %d (pid %d, %s)", shard, victim, bytes.TrimSpace(oldAddr))
 	if err := <-done; err != nil {
-		t.Fatalf("cluster after the kill: %v\n%s", err, se.String())
+		t.Fatalf("cluster after the kill: %v\n%s\n%s", err, se.String(), logTails(logDir, 3000))
 	}
 	s := decodeSummary(t, so.String())
 	newAddr, _ := os.ReadFile(addrFile)
@@ -538,4 +538,20 @@ func clusterSurvivesPSKill(t *testing.T, shard int) {
 	if left := procsWith(dir); len(left) > 0 {
 		t.Errorf("children still running: %v", left)
 	}
+}
+
+// logTails is the last n bytes of every child's log in a cluster's log folder, for a
+// failure's message: the chief's stderr alone cannot say why another worker hangs.
+func logTails(dir string, n int) string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	var out strings.Builder
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			fmt.Fprintf(&out, "== %s: %v\n", filepath.Base(l), err)
+			continue
+		}
+		fmt.Fprintf(&out, "== %s (last %d of %d bytes)\n%s\n", filepath.Base(l), min(n, len(b)), len(b), b[max(0, len(b)-n):])
+	}
+	return out.String()
 }

@@ -255,7 +255,7 @@ func (l *LookupStep) Run(ctx context.Context, in *element.Sharded) (*element.Sha
 	t.Params = make([][]float32, len(l.dense))
 	n := len(l.tables) + len(l.dense)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
+	tasks := make([]func(), 0, n)
 	opts := client.LookupOptions{CreateIfMissing: l.create}
 	for ti, tb := range l.tables {
 		total := 0
@@ -265,7 +265,7 @@ func (l *LookupStep) Run(ctx context.Context, in *element.Sharded) (*element.Sha
 		if total == 0 {
 			continue
 		}
-		wg.Go(func() {
+		tasks = append(tasks, func() {
 			fids := make([]int64, 0, total)
 			for p := range P {
 				for _, v := range r.List(ti, p) {
@@ -286,7 +286,7 @@ func (l *LookupStep) Run(ctx context.Context, in *element.Sharded) (*element.Sha
 		})
 	}
 	for j, d := range l.dense {
-		wg.Go(func() {
+		tasks = append(tasks, func() {
 			res, err := l.ps.Lookup(ctx, d.table, d.cols, d.ids, opts)
 			if err != nil {
 				errs[len(l.tables)+j] = fmt.Errorf("train.Lookup: dense %q: %w", d.table, err)
@@ -295,7 +295,7 @@ func (l *LookupStep) Run(ctx context.Context, in *element.Sharded) (*element.Sha
 			t.Params[j] = res.Embeddings
 		})
 	}
-	wg.Wait()
+	concurrently(tasks)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -491,7 +491,7 @@ func (a *ApplyStep) Run(ctx context.Context, in *element.Sharded) error {
 	}
 	P := in.Shard.PS
 	errs := make([]error, len(a.tables)+len(a.dense))
-	var wg sync.WaitGroup
+	tasks := make([]func(), 0, len(errs))
 	for ti, tb := range a.tables {
 		n := 0
 		for p := range P {
@@ -500,7 +500,7 @@ func (a *ApplyStep) Run(ctx context.Context, in *element.Sharded) error {
 		if n == 0 {
 			continue
 		}
-		wg.Go(func() {
+		tasks = append(tasks, func() {
 			fids := make([]int64, 0, n)
 			grads := make([]float32, 0, n*tb.dim)
 			for p := range P {
@@ -521,14 +521,14 @@ func (a *ApplyStep) Run(ctx context.Context, in *element.Sharded) error {
 		})
 	}
 	for j, d := range a.dense {
-		wg.Go(func() {
+		tasks = append(tasks, func() {
 			if _, err := a.ps.Apply(ctx, client.ApplyRequest{Table: d.table, Dim: d.cols, Fids: d.ids, Grads: t.ParamGrads[j],
 				Step: step, RequestID: t.ID + "/" + d.table}); err != nil {
 				errs[len(a.tables)+j] = fmt.Errorf("train.Apply: dense %q: %w", d.table, err)
 			}
 		})
 	}
-	wg.Wait()
+	concurrently(tasks)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -556,4 +556,19 @@ func modelParams(spec tmodel.Spec, j *Job) ([]kmodel.Param, error) {
 		return nil, err
 	}
 	return st.Params(), nil
+}
+
+// concurrently runs tasks at once and returns when all have: the first on the calling
+// goroutine, whose stack has already grown to what a PS call needs (a new goroutine grows
+// its own on every call), the others on goroutines of their own.
+func concurrently(tasks []func()) {
+	if len(tasks) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, f := range tasks[1:] {
+		wg.Go(f)
+	}
+	tasks[0]()
+	wg.Wait()
 }

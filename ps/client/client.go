@@ -396,11 +396,14 @@ func fanout(shards []int, f func(k int) error) error {
 	if len(shards) == 1 {
 		return f(shards[0])
 	}
+	// The first shard's call runs on the caller's goroutine, whose stack has already
+	// grown to what a gRPC call needs; a new goroutine grows its own on every call.
 	errs := make([]error, len(shards))
 	var wg sync.WaitGroup
-	for i, k := range shards {
-		wg.Go(func() { errs[i] = f(k) })
+	for i, k := range shards[1:] {
+		wg.Go(func() { errs[i+1] = f(k) })
 	}
+	errs[0] = f(shards[0])
 	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -3,9 +3,11 @@ package batch
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -174,6 +176,11 @@ func ConsumeInt32s(b []byte, typ protowire.Type, dst *[]int32) int {
 
 // lineIDColumns builds the decoded LineId columns for n rows from the logical values of
 // the line_id column (which may be run-end encoded). Null rows get the defaults.
+//
+// Each column is written in place: fixed-width values and offsets in buffers of mem sized
+// for the batch, list values and string bytes in Go slices (the arrays take them as they
+// are, without a copy). No builder and no interface call per row: through 14 Arrow
+// builders this was 7.7 % of a training run's CPU on batches of a few features per row.
 func lineIDColumns(mem memory.Allocator, col arrow.Array) ([]arrow.Field, []arrow.Array, error) {
 	lv := logicalOf(col)
 	n := col.Len()
@@ -184,16 +191,26 @@ func lineIDColumns(mem memory.Allocator, col arrow.Array) ([]arrow.Field, []arro
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s has type %s, want binary", ErrLayout, ColLineID, col.DataType())
 	}
-	bs := make([]array.Builder, len(LineIDFields))
-	for i, f := range LineIDFields {
-		bs[i] = array.NewBuilder(mem, f.Type)
-		bs[i].Reserve(n)
+	var lb lineIDBuild
+	lb.mem = mem
+	defer lb.release()
+	uidBuf, uid := fixedColumn[uint64](&lb, n)
+	reqTimeBuf, reqTime := fixedColumn[int64](&lb, n)
+	itemIDBuf, itemID := fixedColumn[uint64](&lb, n)
+	chnidBuf, chnid := fixedColumn[int64](&lb, n)
+	sampleRateBuf, sampleRate := fixedColumn[float32](&lb, n)
+	rankBuf, rank := fixedColumn[int32](&lb, n)
+	isDrawBuf := lb.buffer(int(bitutil.BytesForBits(int64(n))))
+	isDraw := isDrawBuf.Bytes()
+	clear(isDraw)
+	var lists [3]varColumn[int32] // actions, pre_actions, special_strategies
+	var strs [4]varColumn[byte]   // device_type, cid, user_id, data_source_name
+	for i := range lists {
+		lists[i].offsBuf, lists[i].offs = fixedColumn[int32](&lb, n+1)
 	}
-	defer func() {
-		for _, b := range bs {
-			b.Release()
-		}
-	}()
+	for i := range strs {
+		strs[i].offsBuf, strs[i].offs = fixedColumn[int32](&lb, n+1)
+	}
 	var s lineIDScan
 	for r := 0; r < n; r++ {
 		p := lv.index(r)
@@ -202,30 +219,59 @@ func lineIDColumns(mem memory.Allocator, col arrow.Array) ([]arrow.Field, []arro
 		} else if err := s.scan(bin.Value(p)); err != nil {
 			return nil, nil, fmt.Errorf("%w: %s row %d: cannot parse LineId: %v", ErrUnrepresentable, ColLineID, r, err)
 		}
-		bs[0].(*array.Uint64Builder).Append(s.uid)
-		bs[1].(*array.Int64Builder).Append(s.reqTime)
-		bs[2].(*array.Uint64Builder).Append(s.itemID)
-		appendInt32List(bs[3].(*array.ListBuilder), s.actions)
-		bs[4].(*array.Int64Builder).Append(s.chnid)
-		appendInt32List(bs[5].(*array.ListBuilder), s.preActions)
-		bs[6].(*array.Float32Builder).Append(s.sampleRate)
-		appendInt32List(bs[7].(*array.ListBuilder), s.strategies)
-		bs[8].(*array.StringBuilder).BinaryBuilder.Append(s.deviceType)
-		bs[9].(*array.StringBuilder).BinaryBuilder.Append(s.cid)
-		bs[10].(*array.StringBuilder).BinaryBuilder.Append(s.userID)
-		bs[11].(*array.BooleanBuilder).Append(s.isDraw)
-		bs[12].(*array.Int32Builder).Append(s.rank)
-		bs[13].(*array.StringBuilder).BinaryBuilder.Append(s.dataSourceNam)
+		uid[r], reqTime[r], itemID[r], chnid[r] = s.uid, s.reqTime, s.itemID, s.chnid
+		sampleRate[r], rank[r] = s.sampleRate, s.rank
+		if s.isDraw {
+			bitutil.SetBit(isDraw, r)
+		}
+		lists[0].add(r, s.actions)
+		lists[1].add(r, s.preActions)
+		lists[2].add(r, s.strategies)
+		strs[0].add(r, s.deviceType)
+		strs[1].add(r, s.cid)
+		strs[2].add(r, s.userID)
+		strs[3].add(r, s.dataSourceNam)
+	}
+	for i := range lists {
+		lists[i].end()
+	}
+	for i := range strs {
+		strs[i].end()
+	}
+	// In LineIDFields order; the type check below catches a column out of place.
+	datas := [...]arrow.ArrayData{
+		fixedData(arrow.PrimitiveTypes.Uint64, n, uidBuf),
+		fixedData(arrow.PrimitiveTypes.Int64, n, reqTimeBuf),
+		fixedData(arrow.PrimitiveTypes.Uint64, n, itemIDBuf),
+		listData(&lists[0], n),
+		fixedData(arrow.PrimitiveTypes.Int64, n, chnidBuf),
+		listData(&lists[1], n),
+		fixedData(arrow.PrimitiveTypes.Float32, n, sampleRateBuf),
+		listData(&lists[2], n),
+		stringData(&strs[0], n),
+		stringData(&strs[1], n),
+		stringData(&strs[2], n),
+		fixedData(arrow.FixedWidthTypes.Boolean, n, isDrawBuf),
+		fixedData(arrow.PrimitiveTypes.Int32, n, rankBuf),
+		stringData(&strs[3], n),
 	}
 	fields := make([]arrow.Field, len(LineIDFields))
 	arrs := make([]arrow.Array, len(LineIDFields))
+	for i, d := range datas {
+		arrs[i] = array.MakeFromData(d)
+		d.Release()
+	}
 	for i, f := range LineIDFields {
-		arrs[i] = bs[i].NewArray()
+		if !arrow.TypeEqual(arrs[i].DataType(), f.Type) {
+			releaseAll(arrs)
+			return nil, nil, fmt.Errorf("schemas/batch: internal: LineId column %s built as %s, want %s", f.Name, arrs[i].DataType(), f.Type)
+		}
 		if lv.shared() {
 			ree, err := runEndEncode(mem, arrs[i], col.Len())
 			arrs[i].Release()
 			if err != nil {
 				releaseAll(arrs[:i])
+				releaseAll(arrs[i+1:])
 				return nil, nil, err
 			}
 			arrs[i] = ree
@@ -236,7 +282,72 @@ func lineIDColumns(mem memory.Allocator, col arrow.Array) ([]arrow.Field, []arro
 	return fields, arrs, nil
 }
 
-func appendInt32List(b *array.ListBuilder, v []int32) {
-	b.Append(true)
-	b.ValueBuilder().(*array.Int32Builder).AppendValues(v, nil)
+// lineIDBuild owns the buffers of the LineId columns being built, in the order they were
+// made; lineIDColumns releases its hold on them when the arrays hold theirs.
+type lineIDBuild struct {
+	mem  memory.Allocator
+	bufs []*memory.Buffer
+}
+
+// buffer is a new buffer of nbytes bytes (uninitialised).
+func (lb *lineIDBuild) buffer(nbytes int) *memory.Buffer {
+	b := memory.NewResizableBuffer(lb.mem)
+	b.Resize(nbytes)
+	lb.bufs = append(lb.bufs, b)
+	return b
+}
+
+func (lb *lineIDBuild) release() {
+	for _, b := range lb.bufs {
+		b.Release()
+	}
+}
+
+// fixedData is the array data of n values of type dt in buf, without nulls.
+func fixedData(dt arrow.DataType, n int, buf *memory.Buffer) arrow.ArrayData {
+	return array.NewData(dt, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+}
+
+// fixedColumn is a new buffer of n values of T and the slice over its bytes.
+func fixedColumn[T arrow.FixedWidthType](lb *lineIDBuild, n int) (*memory.Buffer, []T) {
+	var zero T
+	b := lb.buffer(n * int(unsafe.Sizeof(zero)))
+	return b, arrow.GetData[T](b.Bytes())[:n]
+}
+
+// varColumn is a variable-length column being filled: a list<int32> (T int32) or a string
+// (T byte). Offsets go in place, in a buffer of the batch's allocator; values in a slice.
+type varColumn[T int32 | byte] struct {
+	offsBuf *memory.Buffer
+	offs    []int32 // n+1
+	vals    []T
+}
+
+func (c *varColumn[T]) add(r int, v []T) {
+	c.offs[r] = int32(len(c.vals))
+	if c.vals == nil && len(v) > 0 {
+		// Sized from the first value, as if every row held one as long: one allocation
+		// when they are alike, none for a column no row sets.
+		c.vals = make([]T, 0, len(v)*(len(c.offs)-1-r))
+	}
+	c.vals = append(c.vals, v...)
+}
+
+// end closes the offsets after the last row.
+func (c *varColumn[T]) end() { c.offs[len(c.offs)-1] = int32(len(c.vals)) }
+
+// listData is the array data of a list<int32> column of n rows.
+func listData(c *varColumn[int32], n int) arrow.ArrayData {
+	vals := memory.NewBufferBytes(arrow.GetBytes(c.vals))
+	defer vals.Release() // the child holds it
+	child := array.NewData(arrow.PrimitiveTypes.Int32, len(c.vals), []*memory.Buffer{nil, vals}, nil, 0, 0)
+	defer child.Release()
+	return array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Int32), n, []*memory.Buffer{nil, c.offsBuf}, []arrow.ArrayData{child}, 0, 0)
+}
+
+// stringData is the array data of a string column of n rows.
+func stringData(c *varColumn[byte], n int) arrow.ArrayData {
+	vals := memory.NewBufferBytes(c.vals)
+	defer vals.Release() // the data holds it
+	return array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, c.offsBuf, vals}, nil, 0, 0)
 }
