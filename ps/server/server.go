@@ -152,14 +152,6 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 
-	s.grpc = grpc.NewServer(append(codec.ServerOptions(opts.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(s.recoverInterceptor), tlsconf.ServerOption(opts.TLS))...)
-	pspb.RegisterParameterServerServer(s.grpc, s)
-	s.health = health.NewServer()
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.health.SetServingStatus(pspb.ParameterServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(s.grpc, s.health)
-
 	s.registry = opts.Registry
 	if s.registry == nil {
 		s.registry = metricsrv.NewRegistry()
@@ -181,6 +173,15 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("ps/server: shard %d: %w", opts.Shard, err)
 		}
 	}
+	// Last: the gRPC server starts its stream workers at once, and only Serve's end or
+	// Close stops them; no failure may come after it (TestNewFailsClean).
+	s.grpc = grpc.NewServer(append(codec.ServerOptions(opts.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(s.recoverInterceptor), tlsconf.ServerOption(opts.TLS))...)
+	pspb.RegisterParameterServerServer(s.grpc, s)
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(pspb.ParameterServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil
 }
 

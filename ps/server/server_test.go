@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -1003,5 +1005,38 @@ func TestFailedRunsKeepTheRestoredCheckpoint(t *testing.T) {
 		if _, err := checkpoint.AtStep(ShardDir(o.CheckpointDir, 0, 1), 10); err != nil {
 			t.Fatalf("after the failed run at step %d the checkpoint of step 10 is gone: %v", step, err)
 		}
+	}
+}
+
+// TestNewFailsClean: a New that fails after its checks (the port taken, the metrics port
+// taken) returns nothing that runs; the gRPC server and its stream workers come last.
+func TestNewFailsClean(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+		want string
+	}{
+		{"listen port taken", func(o *Options) { o.Listen = taken.Addr().String() }, "listen"},
+		{"metrics port taken", func(o *Options) { o.MetricsListen = taken.Addr().String() }, "metrics"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(t)
+			tc.mod(&o)
+			before := goleak.IgnoreCurrent()
+			s, err := New(o)
+			if err == nil {
+				s.Close()
+				t.Fatalf("New = nil error, want one containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want an error containing %q", err, tc.want)
+			}
+			goleak.VerifyNone(t, before)
+		})
 	}
 }
