@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -253,51 +252,38 @@ func (l *LookupStep) Run(ctx context.Context, in *element.Sharded) (*element.Sha
 	}
 	t.Emb = make([][]float32, len(l.tables)*P)
 	t.Params = make([][]float32, len(l.dense))
-	n := len(l.tables) + len(l.dense)
-	errs := make([]error, n)
-	tasks := make([]func(), 0, n)
-	opts := client.LookupOptions{CreateIfMissing: l.create}
+	// One round of RPCs for every table and dense parameter: each shard gets one call.
+	reqs := make([]client.TableLookup, 0, len(l.tables)+len(l.dense))
 	for ti, tb := range l.tables {
 		total := 0
 		for p := range P {
 			total += len(r.List(ti, p))
 		}
-		if total == 0 {
-			continue
+		fids := make([]int64, 0, total)
+		for p := range P {
+			for _, v := range r.List(ti, p) {
+				fids = append(fids, int64(v))
+			}
 		}
-		tasks = append(tasks, func() {
-			fids := make([]int64, 0, total)
-			for p := range P {
-				for _, v := range r.List(ti, p) {
-					fids = append(fids, int64(v))
-				}
-			}
-			res, err := l.ps.Lookup(ctx, tb.name, tb.dim, fids, opts)
-			if err != nil {
-				errs[ti] = fmt.Errorf("train.Lookup: table %q: %w", tb.name, err)
-				return
-			}
-			off := 0
-			for p := range P {
-				m := len(r.List(ti, p)) * tb.dim
-				t.Emb[ti*P+p] = res.Embeddings[off : off+m : off+m]
-				off += m
-			}
-		})
+		reqs = append(reqs, client.TableLookup{Table: tb.name, Dim: tb.dim, Fids: fids})
 	}
-	for j, d := range l.dense {
-		tasks = append(tasks, func() {
-			res, err := l.ps.Lookup(ctx, d.table, d.cols, d.ids, opts)
-			if err != nil {
-				errs[len(l.tables)+j] = fmt.Errorf("train.Lookup: dense %q: %w", d.table, err)
-				return
-			}
-			t.Params[j] = res.Embeddings
-		})
+	for _, d := range l.dense {
+		reqs = append(reqs, client.TableLookup{Table: d.table, Dim: d.cols, Fids: d.ids})
 	}
-	concurrently(tasks)
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	res, err := l.ps.LookupTables(ctx, reqs, client.LookupOptions{CreateIfMissing: l.create})
+	if err != nil {
+		return nil, fmt.Errorf("train.Lookup: %w", err)
+	}
+	for ti, tb := range l.tables {
+		off, emb := 0, res[ti].Embeddings
+		for p := range P {
+			m := len(r.List(ti, p)) * tb.dim
+			t.Emb[ti*P+p] = emb[off : off+m : off+m]
+			off += m
+		}
+	}
+	for j := range l.dense {
+		t.Params[j] = res[len(l.tables)+j].Embeddings
 	}
 	for k, e := range t.Emb {
 		if e == nil {
@@ -490,47 +476,32 @@ func (a *ApplyStep) Run(ctx context.Context, in *element.Sharded) error {
 		return nil
 	}
 	P := in.Shard.PS
-	errs := make([]error, len(a.tables)+len(a.dense))
-	tasks := make([]func(), 0, len(errs))
+	// One round of RPCs for every table and dense parameter: each shard gets one call.
+	reqs := make([]client.ApplyRequest, 0, len(a.tables)+len(a.dense))
 	for ti, tb := range a.tables {
 		n := 0
 		for p := range P {
 			n += len(t.Grads[ti*P+p].Fids)
 		}
-		if n == 0 {
-			continue
+		fids := make([]int64, 0, n)
+		grads := make([]float32, 0, n*tb.dim)
+		for p := range P {
+			g := &t.Grads[ti*P+p]
+			for _, v := range g.Fids {
+				fids = append(fids, int64(v))
+			}
+			grads = append(grads, g.Grads...)
 		}
-		tasks = append(tasks, func() {
-			fids := make([]int64, 0, n)
-			grads := make([]float32, 0, n*tb.dim)
-			for p := range P {
-				g := &t.Grads[ti*P+p]
-				for _, v := range g.Fids {
-					fids = append(fids, int64(v))
-				}
-				grads = append(grads, g.Grads...)
-			}
-			if len(grads) != n*tb.dim {
-				errs[ti] = fmt.Errorf("train.Apply: table %q: %d gradients for %d fids of dim %d", tb.name, len(grads), n, tb.dim)
-				return
-			}
-			if _, err := a.ps.Apply(ctx, client.ApplyRequest{Table: tb.name, Dim: tb.dim, Fids: fids, Grads: grads,
-				Step: step, RequestID: t.ID + "/" + tb.name}); err != nil {
-				errs[ti] = fmt.Errorf("train.Apply: table %q: %w", tb.name, err)
-			}
-		})
+		if len(grads) != n*tb.dim {
+			return fmt.Errorf("train.Apply: table %q: %d gradients for %d fids of dim %d", tb.name, len(grads), n, tb.dim)
+		}
+		reqs = append(reqs, client.ApplyRequest{Table: tb.name, Dim: tb.dim, Fids: fids, Grads: grads, Step: step, RequestID: t.ID + "/" + tb.name})
 	}
 	for j, d := range a.dense {
-		tasks = append(tasks, func() {
-			if _, err := a.ps.Apply(ctx, client.ApplyRequest{Table: d.table, Dim: d.cols, Fids: d.ids, Grads: t.ParamGrads[j],
-				Step: step, RequestID: t.ID + "/" + d.table}); err != nil {
-				errs[len(a.tables)+j] = fmt.Errorf("train.Apply: dense %q: %w", d.table, err)
-			}
-		})
+		reqs = append(reqs, client.ApplyRequest{Table: d.table, Dim: d.cols, Fids: d.ids, Grads: t.ParamGrads[j], Step: step, RequestID: t.ID + "/" + d.table})
 	}
-	concurrently(tasks)
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if _, err := a.ps.ApplyTables(ctx, reqs); err != nil {
+		return fmt.Errorf("train.Apply: %w", err)
 	}
 	a.stats.Steps++
 	a.stats.Examples += int64(t.Rows)
@@ -556,19 +527,4 @@ func modelParams(spec tmodel.Spec, j *Job) ([]kmodel.Param, error) {
 		return nil, err
 	}
 	return st.Params(), nil
-}
-
-// concurrently runs tasks at once and returns when all have: the first on the calling
-// goroutine, whose stack has already grown to what a PS call needs (a new goroutine grows
-// its own on every call), the others on goroutines of their own.
-func concurrently(tasks []func()) {
-	if len(tasks) == 0 {
-		return
-	}
-	var wg sync.WaitGroup
-	for _, f := range tasks[1:] {
-		wg.Go(f)
-	}
-	tasks[0]()
-	wg.Wait()
 }

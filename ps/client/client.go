@@ -393,7 +393,10 @@ func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int
 // fanout runs f for every listed shard concurrently (inline when there is one) and joins
 // the errors in shard order.
 func fanout(shards []int, f func(k int) error) error {
-	if len(shards) == 1 {
+	switch len(shards) {
+	case 0:
+		return nil
+	case 1:
 		return f(shards[0])
 	}
 	// The first shard's call runs on the caller's goroutine, whose stack has already
@@ -490,47 +493,108 @@ func route(fids []int64, n int) routing {
 // concurrently. A shard answering a non-zero status is a *StatusError; a failed RPC an
 // *RPCError.
 func (c *Client) Lookup(ctx context.Context, table string, dim int, fids []int64, opts LookupOptions) (*LookupResult, error) {
-	if dim <= 0 || dim > math.MaxInt32 {
-		return nil, &InvalidConfigError{Msg: fmt.Sprintf("lookup table %q: dim %d, want > 0", table, dim)}
+	res, err := c.LookupTables(ctx, []TableLookup{{Table: table, Dim: dim, Fids: fids}}, opts)
+	if err != nil {
+		return nil, err
 	}
-	if len(fids) > math.MaxInt32 {
-		return nil, &InvalidConfigError{Msg: fmt.Sprintf("lookup table %q: %d fids", table, len(fids))}
+	return res[0], nil
+}
+
+// TableLookup is one table's part of a LookupTables call.
+type TableLookup struct {
+	Table string
+	Dim   int // the table's full entry dimension
+	Fids  []int64
+}
+
+// LookupTables looks up several tables in one round: every involved shard gets one RPC
+// holding its part of every request (BatchLookup; a plain Lookup when it holds one), and
+// the shards are asked concurrently. The results are in the order of reqs, each as Lookup
+// returns it. A shard's parts count together against its per-request fid limit.
+func (c *Client) LookupTables(ctx context.Context, reqs []TableLookup, opts LookupOptions) ([]*LookupResult, error) {
+	for _, q := range reqs {
+		if q.Dim <= 0 || q.Dim > math.MaxInt32 {
+			return nil, &InvalidConfigError{Msg: fmt.Sprintf("lookup table %q: dim %d, want > 0", q.Table, q.Dim)}
+		}
+		if len(q.Fids) > math.MaxInt32 {
+			return nil, &InvalidConfigError{Msg: fmt.Sprintf("lookup table %q: %d fids", q.Table, len(q.Fids))}
+		}
 	}
 	set, err := c.acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer set.release()
-	if len(fids) == 0 {
-		res := &LookupResult{Embeddings: []float32{}}
-		if opts.WantFound {
-			res.Found = []bool{}
-		}
-		return res, nil
+	p := makePlan(len(set.conns), len(reqs), func(i int) []int64 { return reqs[i].Fids })
+	resps := make([][]*pspb.LookupResponse, len(reqs)) // [request][shard]
+	for i := range reqs {
+		resps[i] = make([]*pspb.LookupResponse, len(set.conns))
 	}
-	r := route(fids, len(set.conns))
-	resps := make([]*pspb.LookupResponse, len(r.per))
-	err = fanout(r.shards, func(k int) error {
-		resp, err := call(ctx, c, set, "Lookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.LookupResponse, error) {
-			return s.Lookup(ctx, &pspb.LookupRequest{Table: table, DimSize: int32(dim), Fids: r.per[k], CreateIfMissing: opts.CreateIfMissing, WantFound: opts.WantFound})
-		})
-		if err != nil {
-			return err
+	sub := func(i, k int) *pspb.LookupRequest {
+		q := reqs[i]
+		return &pspb.LookupRequest{Table: q.Table, DimSize: int32(q.Dim), Fids: p.routes[i].per[k], CreateIfMissing: opts.CreateIfMissing, WantFound: opts.WantFound}
+	}
+	err = fanout(p.shards, func(k int) error {
+		subs := p.subs[k]
+		var got []*pspb.LookupResponse
+		if len(subs) == 1 {
+			resp, err := call(ctx, c, set, "Lookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.LookupResponse, error) {
+				return s.Lookup(ctx, sub(subs[0], k))
+			})
+			if err != nil {
+				return err
+			}
+			got = []*pspb.LookupResponse{resp}
+		} else {
+			req := &pspb.BatchLookupRequest{Requests: make([]*pspb.LookupRequest, len(subs))}
+			for j, i := range subs {
+				req.Requests[j] = sub(i, k)
+			}
+			resp, err := call(ctx, c, set, "BatchLookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.BatchLookupResponse, error) {
+				return s.BatchLookup(ctx, req)
+			})
+			if err != nil {
+				return err
+			}
+			if got = resp.GetResponses(); len(got) != len(subs) {
+				return &RPCError{Op: "BatchLookup", Shard: k, Err: fmt.Errorf("malformed response: %d answers to %d sub-requests", len(got), len(subs))}
+			}
 		}
-		if resp.GetStatusCode() != 0 {
-			return &StatusError{Op: "Lookup", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()}
+		var errs []error
+		for j, i := range subs {
+			resp, q, n := got[j], reqs[i], len(p.routes[i].per[k])
+			switch {
+			case resp.GetStatusCode() != 0:
+				errs = append(errs, &StatusError{Op: "Lookup", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()})
+			case len(resp.GetEmbeddings()) != n*q.Dim || (opts.WantFound && len(resp.GetFound()) != n):
+				errs = append(errs, &RPCError{Op: "Lookup", Shard: k, Err: fmt.Errorf("malformed response for table %q: %d floats and %d found flags for %d fids of dim %d",
+					q.Table, len(resp.GetEmbeddings()), len(resp.GetFound()), n, q.Dim)})
+			default:
+				resps[i][k] = resp
+			}
 		}
-		if len(resp.GetEmbeddings()) != len(r.per[k])*dim || (opts.WantFound && len(resp.GetFound()) != len(r.per[k])) {
-			return &RPCError{Op: "Lookup", Shard: k, Err: fmt.Errorf("malformed response: %d floats and %d found flags for %d fids of dim %d",
-				len(resp.GetEmbeddings()), len(resp.GetFound()), len(r.per[k]), dim)}
-		}
-		resps[k] = resp
-		return nil
+		return errors.Join(errs...)
 	})
 	if err != nil {
 		return nil, err
 	}
+	out := make([]*LookupResult, len(reqs))
+	for i, q := range reqs {
+		out[i] = lookupResult(q, p.routes[i], resps[i], opts)
+	}
+	return out, nil
+}
+
+// lookupResult puts one request's shard answers back in request order.
+func lookupResult(q TableLookup, r routing, resps []*pspb.LookupResponse, opts LookupOptions) *LookupResult {
 	res := &LookupResult{}
+	if len(q.Fids) == 0 {
+		res.Embeddings = []float32{}
+		if opts.WantFound {
+			res.Found = []bool{}
+		}
+		return res
+	}
 	for _, resp := range resps {
 		res.NumFound += resp.GetNumFound()
 		res.NumInitialized += resp.GetNumInitialized()
@@ -541,11 +605,12 @@ func (c *Client) Lookup(ctx context.Context, table string, dim int, fids []int64
 		if opts.WantFound {
 			res.Found = resp.Found
 		}
-		return res, nil
+		return res
 	}
-	res.Embeddings = make([]float32, len(fids)*dim)
+	dim := q.Dim
+	res.Embeddings = make([]float32, len(q.Fids)*dim)
 	if opts.WantFound {
-		res.Found = make([]bool, len(fids))
+		res.Found = make([]bool, len(q.Fids))
 	}
 	for i, p := range r.pos {
 		resp, l := resps[p.shard], int(p.local)
@@ -554,7 +619,35 @@ func (c *Client) Lookup(ctx context.Context, table string, dim int, fids []int64
 			res.Found[i] = resp.Found[l]
 		}
 	}
-	return res, nil
+	return res
+}
+
+// plan is the split of several requests' fids over the shards.
+type plan struct {
+	routes []routing // per request; the zero routing for one without fids
+	subs   [][]int   // subs[k]: the requests with fids on shard k, in request order
+	shards []int     // the involved shards, in increasing order
+}
+
+// makePlan routes the fids of each of count requests over n shards.
+func makePlan(n, count int, fids func(i int) []int64) plan {
+	p := plan{routes: make([]routing, count), subs: make([][]int, n)}
+	for i := range count {
+		f := fids(i)
+		if len(f) == 0 {
+			continue
+		}
+		p.routes[i] = route(f, n)
+		for _, k := range p.routes[i].shards {
+			p.subs[k] = append(p.subs[k], i)
+		}
+	}
+	for k, s := range p.subs {
+		if len(s) > 0 {
+			p.shards = append(p.shards, k)
+		}
+	}
+	return p
 }
 
 // ApplyResult sums the shards' ApplyGradients counts (unique fids, P2).
@@ -601,63 +694,119 @@ func (c *Client) ApplyGradients(ctx context.Context, table string, dim int, fids
 // the shards that did not. A call retried after codes.Unavailable carries the same
 // request id, so with one the retry cannot apply twice.
 func (c *Client) Apply(ctx context.Context, req ApplyRequest) (*ApplyResult, error) {
-	table, dim, fids, grads := req.Table, req.Dim, req.Fids, req.Grads
-	if dim <= 0 || dim > math.MaxInt32 {
-		return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: dim %d, want > 0", table, dim)}
+	res, err := c.ApplyTables(ctx, []ApplyRequest{req})
+	if err != nil {
+		return nil, err
 	}
-	if len(fids) > math.MaxInt32 || len(grads) != len(fids)*dim {
-		return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: %d gradients for %d fids of dim %d", table, len(grads), len(fids), dim)}
+	return res[0], nil
+}
+
+// ApplyTables applies several requests in one round, as Apply applies one: every involved
+// shard gets one RPC holding its part of every request (BatchApplyGradients; a plain
+// ApplyGradients when it holds one), and the shards are asked concurrently. Each part
+// carries its request's RequestID, so a retry of the whole call applies only the parts
+// that failed. The results are in the order of reqs. A shard's parts count together
+// against its per-request fid limit.
+func (c *Client) ApplyTables(ctx context.Context, reqs []ApplyRequest) ([]*ApplyResult, error) {
+	for _, q := range reqs {
+		if q.Dim <= 0 || q.Dim > math.MaxInt32 {
+			return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: dim %d, want > 0", q.Table, q.Dim)}
+		}
+		if len(q.Fids) > math.MaxInt32 || len(q.Grads) != len(q.Fids)*q.Dim {
+			return nil, &InvalidConfigError{Msg: fmt.Sprintf("apply table %q: %d gradients for %d fids of dim %d", q.Table, len(q.Grads), len(q.Fids), q.Dim)}
+		}
 	}
 	set, err := c.acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer set.release()
-	res := &ApplyResult{}
-	if len(fids) == 0 {
-		return res, nil
+	p := makePlan(len(set.conns), len(reqs), func(i int) []int64 { return reqs[i].Fids })
+	grads := make([][][]float32, len(reqs)) // [request][shard]
+	resps := make([][]*pspb.ApplyGradientsResponse, len(reqs))
+	for i, q := range reqs {
+		grads[i] = splitGrads(p.routes[i], q.Grads, q.Dim)
+		resps[i] = make([]*pspb.ApplyGradientsResponse, len(set.conns))
 	}
-	r := route(fids, len(set.conns))
-	perGrads := make([][]float32, len(r.per))
-	if r.pos == nil {
-		perGrads[r.shards[0]] = grads
-	} else {
-		for _, k := range r.shards {
-			perGrads[k] = make([]float32, 0, len(r.per[k])*dim)
-		}
-		for i, p := range r.pos {
-			perGrads[p.shard] = append(perGrads[p.shard], grads[i*dim:(i+1)*dim]...)
+	sub := func(i, k int) *pspb.ApplyGradientsRequest {
+		q := reqs[i]
+		return &pspb.ApplyGradientsRequest{
+			Table: q.Table, DimSize: int32(q.Dim), Fids: p.routes[i].per[k], Gradients: grads[i][k],
+			LearningRates: q.LRs, GlobalStep: q.Step, UpdateTime: q.UpdateTime, RequestId: q.RequestID,
 		}
 	}
-	resps := make([]*pspb.ApplyGradientsResponse, len(r.per))
-	err = fanout(r.shards, func(k int) error {
-		resp, err := call(ctx, c, set, "ApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.ApplyGradientsResponse, error) {
-			return s.ApplyGradients(ctx, &pspb.ApplyGradientsRequest{
-				Table: table, DimSize: int32(dim), Fids: r.per[k], Gradients: perGrads[k],
-				LearningRates: req.LRs, GlobalStep: req.Step, UpdateTime: req.UpdateTime, RequestId: req.RequestID,
+	err = fanout(p.shards, func(k int) error {
+		subs := p.subs[k]
+		var got []*pspb.ApplyGradientsResponse
+		if len(subs) == 1 {
+			resp, err := call(ctx, c, set, "ApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.ApplyGradientsResponse, error) {
+				return s.ApplyGradients(ctx, sub(subs[0], k))
 			})
-		})
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			got = []*pspb.ApplyGradientsResponse{resp}
+		} else {
+			req := &pspb.BatchApplyGradientsRequest{Requests: make([]*pspb.ApplyGradientsRequest, len(subs))}
+			for j, i := range subs {
+				req.Requests[j] = sub(i, k)
+			}
+			resp, err := call(ctx, c, set, "BatchApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.BatchApplyGradientsResponse, error) {
+				return s.BatchApplyGradients(ctx, req)
+			})
+			if err != nil {
+				return err
+			}
+			if got = resp.GetResponses(); len(got) != len(subs) {
+				return &RPCError{Op: "BatchApplyGradients", Shard: k, Err: fmt.Errorf("malformed response: %d answers to %d sub-requests", len(got), len(subs))}
+			}
 		}
-		if resp.GetStatusCode() != 0 {
-			return &StatusError{Op: "ApplyGradients", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()}
+		var errs []error
+		for j, i := range subs {
+			if resp := got[j]; resp.GetStatusCode() != 0 {
+				errs = append(errs, &StatusError{Op: "ApplyGradients", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()})
+			} else {
+				resps[i][k] = resp
+			}
 		}
-		resps[k] = resp
-		return nil
+		return errors.Join(errs...)
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, resp := range resps {
-		res.NumUpdated += resp.GetNumUpdated()
-		res.NumNotFound += resp.GetNumNotFound()
-		res.NumCreated += resp.GetNumCreated()
-		if resp.GetDuplicate() {
-			res.Duplicates++
+	out := make([]*ApplyResult, len(reqs))
+	for i := range reqs {
+		res := &ApplyResult{}
+		for _, resp := range resps[i] {
+			res.NumUpdated += resp.GetNumUpdated()
+			res.NumNotFound += resp.GetNumNotFound()
+			res.NumCreated += resp.GetNumCreated()
+			if resp.GetDuplicate() {
+				res.Duplicates++
+			}
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// splitGrads splits the rows of grads (dim floats per fid) over the shards as r split
+// the fids: the slice itself when one shard holds every fid.
+func splitGrads(r routing, grads []float32, dim int) [][]float32 {
+	per := make([][]float32, len(r.per))
+	switch {
+	case len(r.shards) == 0:
+	case r.pos == nil:
+		per[r.shards[0]] = grads
+	default:
+		for _, k := range r.shards {
+			per[k] = make([]float32, 0, len(r.per[k])*dim)
+		}
+		for i, p := range r.pos {
+			per[p.shard] = append(per[p.shard], grads[i*dim:(i+1)*dim]...)
 		}
 	}
-	return res, nil
+	return per
 }
 
 // GlobalStep adds increment (>= 0) to the global step kept by shard 0 (Monolith's

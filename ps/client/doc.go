@@ -6,6 +6,10 @@
 // through an explicit (shard, local index) map per position (a request whose fids all live
 // on one shard is sent and answered as it is); duplicates are sent as they are, so the
 // per-position counting of §8.2 and the server-side summation of §8.3 hold across shards.
+// LookupTables and ApplyTables do the same for several tables in one round: each involved
+// shard gets one RPC with its part of every table (BatchLookup, BatchApplyGradients; the
+// plain RPC when it holds one part), which is how training sends a batch's lookups and
+// applies.
 // Barrier uses shard 0 as its coordinator, BarrierOnShard another one; GlobalStep, the
 // global step counter (Monolith's global_step variable on PS 0), always asks shard 0;
 // HealthCheck and GetStats ask shard 0, their *Shard variants shard k and their *All
