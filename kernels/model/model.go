@@ -297,7 +297,7 @@ func (m *Model) mlpForward(x, logits []float32) {
 		for r := 0; r < B; r++ {
 			copy(h[r*out:(r+1)*out], bias)
 		}
-		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, matrix(act[l], B, in), matrix(w, in, out), 1, matrix(h, B, out))
+		gemmRows(blas.NoTrans, 1, matrix(act[l], B, in), matrix(w, in, out), 1, matrix(h, B, out))
 		if l+1 < L {
 			for j, e := range h {
 				if e < 0 {
@@ -309,6 +309,34 @@ func (m *Model) mlpForward(x, logits []float32) {
 	for r := 0; r < B; r++ {
 		logits[r] += act[L][r]
 	}
+}
+
+// gemmRows is c = alpha·a·op(b) + beta·c, computed in blocks of gemmBlock rows of a and c.
+// Each block is small enough that gonum multiplies it on the calling goroutine: over the
+// whole batch it would split the product into 64-row blocks on goroutines of its own,
+// whose start and hand-back cost more than a batch's layer takes (a few µs of work per
+// block), and would take the cores of the steps running beside it. The rows of c are
+// independent and, while the inner dimension fits one block, each is summed in the same
+// order, so the result is the same bits; a deeper product is left to gonum whole (its
+// parallel split also splits the inner dimension, which changes the order of the sums).
+func gemmRows(tb blas.Transpose, alpha float32, a, b blas32.General, beta float32, c blas32.General) {
+	if a.Cols > gemmBlock {
+		blas32.Gemm(blas.NoTrans, tb, alpha, a, b, beta, c)
+		return
+	}
+	for lo := 0; lo < a.Rows; lo += gemmBlock {
+		hi := min(lo+gemmBlock, a.Rows)
+		blas32.Gemm(blas.NoTrans, tb, alpha, rowsOf(a, lo, hi), b, beta, rowsOf(c, lo, hi))
+	}
+}
+
+// gemmBlock is gemmRows' block: one 64-row block of gonum's, which multiplies products of
+// fewer than 4 blocks (of 64 × 64) on the calling goroutine.
+const gemmBlock = 64
+
+// rowsOf is rows [lo, hi) of m.
+func rowsOf(m blas32.General, lo, hi int) blas32.General {
+	return blas32.General{Rows: hi - lo, Cols: m.Cols, Stride: m.Stride, Data: m.Data[lo*m.Stride : (hi-1)*m.Stride+m.Cols]}
 }
 
 // matrix is data as a rows × cols row-major matrix.
@@ -376,7 +404,7 @@ func (m *Model) mlpBackward(dl []float32, g Grads) {
 		}
 		if l > 0 {
 			dz[l] = grow(dz[l], B*in)
-			blas32.Gemm(blas.NoTrans, blas.Trans, 1, d, matrix(w, in, out), 0, matrix(dz[l], B, in))
+			gemmRows(blas.Trans, 1, d, matrix(w, in, out), 0, matrix(dz[l], B, in))
 			// ReLU: the activation is zero where the pre-activation was negative.
 			for i, xi := range act[l][:B*in] {
 				if xi <= 0 {
@@ -385,7 +413,7 @@ func (m *Model) mlpBackward(dl []float32, g Grads) {
 			}
 		} else {
 			// g.In[m.vec] already holds the FM part: add to it.
-			blas32.Gemm(blas.NoTrans, blas.Trans, 1, d, matrix(w, in, out), 1, matrix(g.In[m.vec], B, in))
+			gemmRows(blas.Trans, 1, d, matrix(w, in, out), 1, matrix(g.In[m.vec], B, in))
 		}
 	}
 }

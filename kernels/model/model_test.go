@@ -5,6 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // fixture returns inputs "bias" [B,1], "other" [B,3] (unused by every model) and "vec"
@@ -267,5 +270,39 @@ func BenchmarkForwardBackward(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)*256/b.Elapsed().Seconds(), "rows/s")
 		})
+	}
+}
+
+// TestGemmRowsSameBits: the blocked product is gonum's whole-matrix product, bit for bit,
+// at the shapes of a DeepFM layer (batches above and below the 4-block parallel cut) and
+// beyond one block of columns and depth.
+func TestGemmRowsSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func(rows, cols int) blas32.General {
+		m := matrix(make([]float32, rows*cols), rows, cols)
+		for i := range m.Data {
+			m.Data[i] = float32(rng.NormFloat64())
+		}
+		return m
+	}
+	for _, c := range []struct{ rows, in, out int }{{256, 48, 32}, {256, 32, 16}, {256, 16, 1}, {1000, 48, 32}, {100, 150, 70}, {1, 3, 2}, {0, 4, 4}} {
+		for _, tb := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, beta := range []float32{0, 1} {
+				a := random(c.rows, c.in)
+				b := random(c.in, c.out)
+				if tb == blas.Trans {
+					b = random(c.out, c.in)
+				}
+				want := random(c.rows, c.out)
+				got := matrix(append([]float32(nil), want.Data...), c.rows, c.out)
+				blas32.Gemm(blas.NoTrans, tb, 0.5, a, b, beta, want)
+				gemmRows(tb, 0.5, a, b, beta, got)
+				for i := range want.Data {
+					if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+						t.Fatalf("%+v trans %v beta %v: element %d is %v, want %v", c, tb, beta, i, got.Data[i], want.Data[i])
+					}
+				}
+			}
+		}
 	}
 }
