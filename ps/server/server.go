@@ -498,7 +498,8 @@ func (s *Server) lookup(_ context.Context, req *pspb.LookupRequest) (resp *pspb.
 		return &pspb.LookupResponse{StatusCode: statusFailure, ErrorMessage: fmt.Sprintf(
 			"ps/server: lookup table %q: a reply of %d fids × dim %d (%d bytes) exceeds the limit of %d message bytes", t.Name(), len(fids), dim, reply, s.opts.MaxMessageBytes)}
 	}
-	out := make([]float32, len(fids)*dim)
+	// Every float is written below; ServerCodec takes the buffer back once it is sent.
+	out := codec.ReplyFloats(len(fids) * dim)
 	var found []bool
 	if req.GetWantFound() {
 		found = make([]bool, len(fids))

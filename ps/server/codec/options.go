@@ -19,7 +19,7 @@ const (
 	BufferBytes = 256 << 10
 )
 
-// ServerOptions are the gRPC server options of a PS: this codec, messages of up to
+// ServerOptions are the gRPC server options of a PS: ServerCodec, messages of up to
 // maxMessageBytes both ways, WindowBytes windows and BufferBytes buffers, and one stream
 // worker per CPU. Without workers gRPC starts a goroutine per RPC, whose stack grows
 // (runtime.copystack) through the handler's deep calls on every request: about 2 % of a
@@ -33,7 +33,7 @@ func ServerOptions(maxMessageBytes int) []grpc.ServerOption {
 		grpc.InitialConnWindowSize(WindowBytes),
 		grpc.ReadBufferSize(BufferBytes),
 		grpc.WriteBufferSize(BufferBytes),
-		grpc.ForceServerCodecV2(Codec),
+		grpc.ForceServerCodecV2(ServerCodec),
 	}
 }
 
