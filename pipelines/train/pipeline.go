@@ -24,8 +24,9 @@ import (
 // and 2×j.Parallelism (their calls overlap), the compute steps between them on the
 // bundle's goroutine: every goroutine of a step adds batches between
 // their lookup and their apply, and the updates are asynchronous, so compute in parallel
-// steps would make every gradient staler (measured on the planted FM data: eval AUC 0.781
-// with two goroutines per step against 0.795 with compute inline, at the same speed).
+// steps would make every gradient staler (measured on the planted FM data: eval AUC
+// 0.788 with two goroutines per step against 0.795 with compute inline, at 1.1–1.2× the
+// speed; benchmarks/NOTES.md, "One round of PS calls per batch").
 // Apply's counters (CounterNS) are the epoch's Stats.
 func TrainPipeline(j Job, epoch int, files []string) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
