@@ -510,7 +510,8 @@ type TableLookup struct {
 // LookupTables looks up several tables in one round: every involved shard gets one RPC
 // holding its part of every request (BatchLookup; a plain Lookup when it holds one), and
 // the shards are asked concurrently. The results are in the order of reqs, each as Lookup
-// returns it. A shard's parts count together against its per-request fid limit.
+// returns it. A shard's parts count together against its per-request fid limit; more
+// than maxSubRequests parts go to a shard in several calls.
 func (c *Client) LookupTables(ctx context.Context, reqs []TableLookup, opts LookupOptions) ([]*LookupResult, error) {
 	for _, q := range reqs {
 		if q.Dim <= 0 || q.Dim > math.MaxInt32 {
@@ -534,8 +535,8 @@ func (c *Client) LookupTables(ctx context.Context, reqs []TableLookup, opts Look
 		q := reqs[i]
 		return &pspb.LookupRequest{Table: q.Table, DimSize: int32(q.Dim), Fids: p.routes[i].per[k], CreateIfMissing: opts.CreateIfMissing, WantFound: opts.WantFound}
 	}
-	err = fanout(p.shards, func(k int) error {
-		subs := p.subs[k]
+	err = fanout(p.callIndexes(), func(ci int) error {
+		k, subs := p.calls[ci].shard, p.calls[ci].subs
 		var got []*pspb.LookupResponse
 		if len(subs) == 1 {
 			resp, err := call(ctx, c, set, "Lookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.LookupResponse, error) {
@@ -624,14 +625,24 @@ func lookupResult(q TableLookup, r routing, resps []*pspb.LookupResponse, opts L
 
 // plan is the split of several requests' fids over the shards.
 type plan struct {
-	routes []routing // per request; the zero routing for one without fids
-	subs   [][]int   // subs[k]: the requests with fids on shard k, in request order
-	shards []int     // the involved shards, in increasing order
+	routes []routing   // per request; the zero routing for one without fids
+	calls  []shardCall // one RPC each, by shard
 }
+
+// shardCall is one RPC of a plan: the requests with fids on shard, in request order.
+type shardCall struct {
+	shard int
+	subs  []int
+}
+
+// maxSubRequests is the most requests one batch RPC carries: the server's default limit
+// (ps/server.DefaultMaxSubRequests). A shard holding parts of more gets several calls.
+const maxSubRequests = 1024
 
 // makePlan routes the fids of each of count requests over n shards.
 func makePlan(n, count int, fids func(i int) []int64) plan {
-	p := plan{routes: make([]routing, count), subs: make([][]int, n)}
+	p := plan{routes: make([]routing, count)}
+	subs := make([][]int, n)
 	for i := range count {
 		f := fids(i)
 		if len(f) == 0 {
@@ -639,16 +650,21 @@ func makePlan(n, count int, fids func(i int) []int64) plan {
 		}
 		p.routes[i] = route(f, n)
 		for _, k := range p.routes[i].shards {
-			p.subs[k] = append(p.subs[k], i)
+			subs[k] = append(subs[k], i)
 		}
 	}
-	for k, s := range p.subs {
-		if len(s) > 0 {
-			p.shards = append(p.shards, k)
+	for k, s := range subs {
+		for len(s) > 0 {
+			m := min(len(s), maxSubRequests)
+			p.calls = append(p.calls, shardCall{shard: k, subs: s[:m]})
+			s = s[m:]
 		}
 	}
 	return p
 }
+
+// callIndexes are 0..len(p.calls)-1, for fanout.
+func (p plan) callIndexes() []int { return allShards(len(p.calls)) }
 
 // ApplyResult sums the shards' ApplyGradients counts (unique fids, P2).
 type ApplyResult struct {
@@ -706,7 +722,8 @@ func (c *Client) Apply(ctx context.Context, req ApplyRequest) (*ApplyResult, err
 // ApplyGradients when it holds one), and the shards are asked concurrently. Each part
 // carries its request's RequestID, so a retry of the whole call applies only the parts
 // that failed. The results are in the order of reqs. A shard's parts count together
-// against its per-request fid limit.
+// against its per-request fid limit; more than maxSubRequests parts go to a shard in
+// several calls.
 func (c *Client) ApplyTables(ctx context.Context, reqs []ApplyRequest) ([]*ApplyResult, error) {
 	for _, q := range reqs {
 		if q.Dim <= 0 || q.Dim > math.MaxInt32 {
@@ -735,8 +752,8 @@ func (c *Client) ApplyTables(ctx context.Context, reqs []ApplyRequest) ([]*Apply
 			LearningRates: q.LRs, GlobalStep: q.Step, UpdateTime: q.UpdateTime, RequestId: q.RequestID,
 		}
 	}
-	err = fanout(p.shards, func(k int) error {
-		subs := p.subs[k]
+	err = fanout(p.callIndexes(), func(ci int) error {
+		k, subs := p.calls[ci].shard, p.calls[ci].subs
 		var got []*pspb.ApplyGradientsResponse
 		if len(subs) == 1 {
 			resp, err := call(ctx, c, set, "ApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.ApplyGradientsResponse, error) {

@@ -8,8 +8,8 @@
 // per-position counting of §8.2 and the server-side summation of §8.3 hold across shards.
 // LookupTables and ApplyTables do the same for several tables in one round: each involved
 // shard gets one RPC with its part of every table (BatchLookup, BatchApplyGradients; the
-// plain RPC when it holds one part), which is how training sends a batch's lookups and
-// applies.
+// plain RPC when it holds one part; several past the server's 1024 sub-requests per
+// batch), which is how training sends a batch's lookups and applies.
 // Barrier uses shard 0 as its coordinator, BarrierOnShard another one; GlobalStep, the
 // global step counter (Monolith's global_step variable on PS 0), always asks shard 0;
 // HealthCheck and GetStats ask shard 0, their *Shard variants shard k and their *All

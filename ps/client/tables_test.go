@@ -3,6 +3,7 @@ package client_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/monolith-go/monolith/ps/client"
+	"github.com/monolith-go/monolith/ps/server"
 )
 
 // calls counts the client's RPCs by method, from its metrics.
@@ -204,5 +206,50 @@ func TestTablesErrors(t *testing.T) {
 	}
 	if res, err := c.LookupTables(ctx(t), nil, client.LookupOptions{}); err != nil || len(res) != 0 {
 		t.Fatalf("no parts: %v %v", res, err)
+	}
+}
+
+// TestTablesManyParts: past the server's 1024 sub-requests per batch, a shard's parts go
+// out in several calls (a last call of one part as the plain RPC), and every part is
+// answered.
+func TestTablesManyParts(t *testing.T) {
+	if client.MaxSubRequests != server.DefaultMaxSubRequests {
+		t.Fatalf("the client splits at %d parts, the server's default limit is %d", client.MaxSubRequests, server.DefaultMaxSubRequests)
+	}
+	_, addrs := cluster(t, 1)
+	reg := prometheus.NewRegistry()
+	m, err := client.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, addrs, client.WithMetrics(m))
+	apply := make([]client.ApplyRequest, 1025)
+	for i := range apply {
+		apply[i] = client.ApplyRequest{Table: "sgd", Dim: 2, Fids: []int64{int64(i)}, Grads: []float32{1, float32(i)}}
+	}
+	if _, err := c.ApplyTables(ctx(t), apply); err != nil {
+		t.Fatal(err)
+	}
+	look := make([]client.TableLookup, 2500)
+	for i := range look {
+		look[i] = client.TableLookup{Table: "sgd", Dim: 2, Fids: []int64{int64(i)}}
+	}
+	res, err := c.LookupTables(ctx(t), look, client.LookupOptions{WantFound: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		// SGD 0.1 on zeros: -0.1 × the gradient, for the 1025 fids applied.
+		want := []float32{0, 0}
+		if i < len(apply) {
+			want = []float32{-0.1, -0.1 * float32(i)}
+		}
+		if len(r.Embeddings) != 2 || math.Abs(float64(r.Embeddings[0]-want[0])) > 1e-6 || math.Abs(float64(r.Embeddings[1]-want[1])) > 1e-3 || r.Found[0] != (i < len(apply)) {
+			t.Fatalf("part %d: %v found %v, want %v", i, r.Embeddings, r.Found, want)
+		}
+	}
+	got := calls(t, reg)
+	if got["BatchApplyGradients"] != 1 || got["ApplyGradients"] != 1 || got["BatchLookup"] != 3 || got["Lookup"] != 0 {
+		t.Fatalf("calls by method %v, want 1 batch and 1 plain apply, 3 batch lookups", got)
 	}
 }
