@@ -390,8 +390,8 @@ func call[T any](ctx context.Context, c *Client, set *shardSet, op string, k int
 	}
 }
 
-// fanout runs f for every listed shard concurrently (inline when there is one) and joins
-// the errors in shard order.
+// fanout runs f for every listed shard (or call of a plan) concurrently, the first on the
+// calling goroutine, and joins the errors in list order.
 func fanout(shards []int, f func(k int) error) error {
 	switch len(shards) {
 	case 0:
@@ -535,46 +535,17 @@ func (c *Client) LookupTables(ctx context.Context, reqs []TableLookup, opts Look
 		q := reqs[i]
 		return &pspb.LookupRequest{Table: q.Table, DimSize: int32(q.Dim), Fids: p.routes[i].per[k], CreateIfMissing: opts.CreateIfMissing, WantFound: opts.WantFound}
 	}
-	err = fanout(p.callIndexes(), func(ci int) error {
-		k, subs := p.calls[ci].shard, p.calls[ci].subs
-		var got []*pspb.LookupResponse
-		if len(subs) == 1 {
-			resp, err := call(ctx, c, set, "Lookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.LookupResponse, error) {
-				return s.Lookup(ctx, sub(subs[0], k))
-			})
-			if err != nil {
-				return err
-			}
-			got = []*pspb.LookupResponse{resp}
-		} else {
-			req := &pspb.BatchLookupRequest{Requests: make([]*pspb.LookupRequest, len(subs))}
-			for j, i := range subs {
-				req.Requests[j] = sub(i, k)
-			}
-			resp, err := call(ctx, c, set, "BatchLookup", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.BatchLookupResponse, error) {
-				return s.BatchLookup(ctx, req)
-			})
-			if err != nil {
-				return err
-			}
-			if got = resp.GetResponses(); len(got) != len(subs) {
-				return &RPCError{Op: "BatchLookup", Shard: k, Err: fmt.Errorf("malformed response: %d answers to %d sub-requests", len(got), len(subs))}
-			}
+	err = sendRound(ctx, c, set, p, lookupRPCs, sub, func(i, k int, resp *pspb.LookupResponse) error {
+		q, n := reqs[i], len(p.routes[i].per[k])
+		switch {
+		case resp.GetStatusCode() != 0:
+			return &StatusError{Op: "Lookup", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()}
+		case len(resp.GetEmbeddings()) != n*q.Dim || (opts.WantFound && len(resp.GetFound()) != n):
+			return &RPCError{Op: "Lookup", Shard: k, Err: fmt.Errorf("malformed response for table %q: %d floats and %d found flags for %d fids of dim %d",
+				q.Table, len(resp.GetEmbeddings()), len(resp.GetFound()), n, q.Dim)}
 		}
-		var errs []error
-		for j, i := range subs {
-			resp, q, n := got[j], reqs[i], len(p.routes[i].per[k])
-			switch {
-			case resp.GetStatusCode() != 0:
-				errs = append(errs, &StatusError{Op: "Lookup", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()})
-			case len(resp.GetEmbeddings()) != n*q.Dim || (opts.WantFound && len(resp.GetFound()) != n):
-				errs = append(errs, &RPCError{Op: "Lookup", Shard: k, Err: fmt.Errorf("malformed response for table %q: %d floats and %d found flags for %d fids of dim %d",
-					q.Table, len(resp.GetEmbeddings()), len(resp.GetFound()), n, q.Dim)})
-			default:
-				resps[i][k] = resp
-			}
-		}
-		return errors.Join(errs...)
+		resps[i][k] = resp
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -666,6 +637,75 @@ func makePlan(n, count int, fids func(i int) []int64) plan {
 // callIndexes are 0..len(p.calls)-1, for fanout.
 func (p plan) callIndexes() []int { return allShards(len(p.calls)) }
 
+// rpcs are the plain and the batch RPC of one kind of request.
+type rpcs[Req, Resp any] struct {
+	op, batchOp string
+	one         func(context.Context, pspb.ParameterServerClient, Req) (Resp, error)
+	batch       func(context.Context, pspb.ParameterServerClient, []Req) ([]Resp, error)
+}
+
+var lookupRPCs = rpcs[*pspb.LookupRequest, *pspb.LookupResponse]{
+	op: "Lookup", batchOp: "BatchLookup",
+	one: func(ctx context.Context, s pspb.ParameterServerClient, r *pspb.LookupRequest) (*pspb.LookupResponse, error) {
+		return s.Lookup(ctx, r)
+	},
+	batch: func(ctx context.Context, s pspb.ParameterServerClient, r []*pspb.LookupRequest) ([]*pspb.LookupResponse, error) {
+		resp, err := s.BatchLookup(ctx, &pspb.BatchLookupRequest{Requests: r})
+		return resp.GetResponses(), err
+	},
+}
+
+var applyRPCs = rpcs[*pspb.ApplyGradientsRequest, *pspb.ApplyGradientsResponse]{
+	op: "ApplyGradients", batchOp: "BatchApplyGradients",
+	one: func(ctx context.Context, s pspb.ParameterServerClient, r *pspb.ApplyGradientsRequest) (*pspb.ApplyGradientsResponse, error) {
+		return s.ApplyGradients(ctx, r)
+	},
+	batch: func(ctx context.Context, s pspb.ParameterServerClient, r []*pspb.ApplyGradientsRequest) ([]*pspb.ApplyGradientsResponse, error) {
+		resp, err := s.BatchApplyGradients(ctx, &pspb.BatchApplyGradientsRequest{Requests: r})
+		return resp.GetResponses(), err
+	},
+}
+
+// sendRound sends the calls of p concurrently, each the plain RPC when it carries one
+// part and the batch RPC otherwise; sub(i, k) is request i's part for shard k. Every
+// part's answer goes to check, whose errors are joined with the failed calls'.
+func sendRound[Req, Resp any](ctx context.Context, c *Client, set *shardSet, p plan, r rpcs[Req, Resp],
+	sub func(i, k int) Req, check func(i, k int, resp Resp) error,
+) error {
+	return fanout(p.callIndexes(), func(ci int) error {
+		k, subs := p.calls[ci].shard, p.calls[ci].subs
+		var got []Resp
+		if len(subs) == 1 {
+			resp, err := call(ctx, c, set, r.op, k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (Resp, error) {
+				return r.one(ctx, s, sub(subs[0], k))
+			})
+			if err != nil {
+				return err
+			}
+			got = []Resp{resp}
+		} else {
+			reqs := make([]Req, len(subs))
+			for j, i := range subs {
+				reqs[j] = sub(i, k)
+			}
+			var err error
+			if got, err = call(ctx, c, set, r.batchOp, k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) ([]Resp, error) {
+				return r.batch(ctx, s, reqs)
+			}); err != nil {
+				return err
+			}
+			if len(got) != len(subs) {
+				return &RPCError{Op: r.batchOp, Shard: k, Err: fmt.Errorf("malformed response: %d answers to %d sub-requests", len(got), len(subs))}
+			}
+		}
+		var errs []error
+		for j, i := range subs {
+			errs = append(errs, check(i, k, got[j]))
+		}
+		return errors.Join(errs...)
+	})
+}
+
 // ApplyResult sums the shards' ApplyGradients counts (unique fids, P2).
 type ApplyResult struct {
 	NumUpdated  int64 // stepped, created ones included
@@ -752,41 +792,12 @@ func (c *Client) ApplyTables(ctx context.Context, reqs []ApplyRequest) ([]*Apply
 			LearningRates: q.LRs, GlobalStep: q.Step, UpdateTime: q.UpdateTime, RequestId: q.RequestID,
 		}
 	}
-	err = fanout(p.callIndexes(), func(ci int) error {
-		k, subs := p.calls[ci].shard, p.calls[ci].subs
-		var got []*pspb.ApplyGradientsResponse
-		if len(subs) == 1 {
-			resp, err := call(ctx, c, set, "ApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.ApplyGradientsResponse, error) {
-				return s.ApplyGradients(ctx, sub(subs[0], k))
-			})
-			if err != nil {
-				return err
-			}
-			got = []*pspb.ApplyGradientsResponse{resp}
-		} else {
-			req := &pspb.BatchApplyGradientsRequest{Requests: make([]*pspb.ApplyGradientsRequest, len(subs))}
-			for j, i := range subs {
-				req.Requests[j] = sub(i, k)
-			}
-			resp, err := call(ctx, c, set, "BatchApplyGradients", k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (*pspb.BatchApplyGradientsResponse, error) {
-				return s.BatchApplyGradients(ctx, req)
-			})
-			if err != nil {
-				return err
-			}
-			if got = resp.GetResponses(); len(got) != len(subs) {
-				return &RPCError{Op: "BatchApplyGradients", Shard: k, Err: fmt.Errorf("malformed response: %d answers to %d sub-requests", len(got), len(subs))}
-			}
+	err = sendRound(ctx, c, set, p, applyRPCs, sub, func(i, k int, resp *pspb.ApplyGradientsResponse) error {
+		if resp.GetStatusCode() != 0 {
+			return &StatusError{Op: "ApplyGradients", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()}
 		}
-		var errs []error
-		for j, i := range subs {
-			if resp := got[j]; resp.GetStatusCode() != 0 {
-				errs = append(errs, &StatusError{Op: "ApplyGradients", Shard: k, Code: resp.GetStatusCode(), Msg: resp.GetErrorMessage()})
-			} else {
-				resps[i][k] = resp
-			}
-		}
-		return errors.Join(errs...)
+		resps[i][k] = resp
+		return nil
 	})
 	if err != nil {
 		return nil, err
