@@ -11,30 +11,28 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
+	"github.com/monolith-go/monolith/internal/metricsrv"
 	"github.com/monolith-go/monolith/ps/client"
 	"github.com/monolith-go/monolith/ps/server"
 )
 
-// calls counts the client's RPCs by method, from its metrics.
+// calls counts the client's successful RPCs of the round methods, from its metrics.
 func calls(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
 	t.Helper()
-	fams, err := reg.Gather()
+	gathered, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
 	out := map[string]uint64{}
-	for _, f := range fams {
-		if f.GetName() != "monolith_ps_client_call_seconds" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "method" {
-					out[l.GetValue()] += m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
+	for _, m := range []string{"Lookup", "BatchLookup", "ApplyGradients", "BatchApplyGradients"} {
+		v, _ := metricsrv.Value(fams, "monolith_ps_client_call_seconds", "method", m, "code", "OK")
+		out[m] = uint64(v)
 	}
 	return out
 }
