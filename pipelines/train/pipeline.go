@@ -19,14 +19,16 @@ import (
 //	layout.LayoutGrad(Attach) → aggregate.AggregateGrads → Apply
 //
 // Only file names cross a shuffle: a runner fuses every step after it into one stage, in
-// which batches pass in memory and are never encoded. Decoding and sharding run on
-// j.Parallelism goroutines per bundle, the PS steps, Lookup and Apply, on j.Parallelism
-// and 2×j.Parallelism (their calls overlap), the compute steps between them on the
-// bundle's goroutine: every goroutine of a step adds batches between
-// their lookup and their apply, and the updates are asynchronous, so compute in parallel
-// steps would make every gradient staler (measured on the planted FM data: eval AUC
-// 0.788 with two goroutines per step against 0.795 with compute inline, at 1.1–1.2× the
-// speed; benchmarks/NOTES.md, "One round of PS calls per batch").
+// which batches pass in memory and are never encoded. Decoding, sharding and the model
+// step run on j.Parallelism goroutines per bundle, the PS steps, Lookup and Apply, on
+// j.Parallelism and 2×j.Parallelism (their calls overlap), and the light compute steps
+// (layout, layout gradient, aggregation) on the bundle's goroutine. Every goroutine of a
+// step adds batches between their lookup and their apply, and the updates are
+// asynchronous, so only the model step, DeepFM's critical path, runs in parallel:
+// measured on the planted data, compute on two goroutines in every step cost 0.006–0.012
+// of eval AUC, the model step alone on two about 0.001 at 1.15–1.25× DeepFM's speed
+// (benchmarks/NOTES.md, "One round of PS calls per batch" and "The model step on the
+// pipeline's goroutines").
 // Apply's counters (CounterNS) are the epoch's Stats.
 func TrainPipeline(j Job, epoch int, files []string) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
@@ -34,7 +36,7 @@ func TrainPipeline(j Job, epoch int, files []string) *beam.Pipeline {
 	sharded := readAndShard(s, j, files)
 	looked := Lookup(s, sharded, j, epoch, true)
 	laid := layout.Layout(s, looked, j.Kernels, layout.FromTrain{}, layout.Parallelism(1))
-	fb := model.ForwardBackward(s, laid, j.ModelSpec(), j.Kernels, model.Parallelism(1))
+	fb := model.ForwardBackward(s, laid, j.ModelSpec(), j.Kernels, model.Parallelism(j.Parallelism))
 	grads := layout.LayoutGrad(s, fb, j.Kernels, layout.Attach(), layout.Parallelism(1))
 	Discard(s, Apply(s, aggregate.AggregateGrads(s, grads), j))
 	return p
