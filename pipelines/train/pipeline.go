@@ -26,9 +26,9 @@ import (
 // step adds batches between their lookup and their apply, and the updates are
 // asynchronous, so only the model step, DeepFM's critical path, runs in parallel:
 // measured on the planted data, compute on two goroutines in every step cost 0.006–0.012
-// of eval AUC, the model step alone on two about 0.001 at 1.15–1.25× DeepFM's speed
-// (benchmarks/NOTES.md, "One round of PS calls per batch" and "The model step on the
-// pipeline's goroutines").
+// of eval AUC; the model step alone on two costs 0.0006 of the median and makes a poor
+// run about twice as likely, at 1.15–1.25× DeepFM's speed (benchmarks/NOTES.md, "One
+// round of PS calls per batch" and "The model step on the pipeline's goroutines").
 // Apply's counters (CounterNS) are the epoch's Stats.
 func TrainPipeline(j Job, epoch int, files []string) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
