@@ -39,7 +39,6 @@ func trainDigest(e *element.Sharded) (string, error) {
 			h.Write(b[:])
 		}
 	}
-	add([]float32{float32(e.Train.Loss)})
 	add(e.Train.Preds)
 	add(e.Train.Labels)
 	ts, err := element.Tensors(e.Tensors)
@@ -52,7 +51,7 @@ func trainDigest(e *element.Sharded) (string, error) {
 	for _, g := range e.Train.ParamGrads {
 		add(g)
 	}
-	return fmt.Sprintf("%s rows=%d loss=%.6f digest=%016x", e.Train.ID, e.Train.Rows, e.Train.Loss, h.Sum64()), nil
+	return fmt.Sprintf("%s rows=%d loss=%016x digest=%016x", e.Train.ID, e.Train.Rows, math.Float64bits(e.Train.Loss), h.Sum64()), nil
 }
 
 // TestModelStepWorkersSameOutputs: TrainPipeline runs the model step on j.Parallelism

@@ -606,9 +606,9 @@ type shardCall struct {
 	subs  []int
 }
 
-// maxSubRequests is the most requests one batch RPC carries: the server's default limit
-// (ps/server.DefaultMaxSubRequests). A shard holding parts of more gets several calls.
-const maxSubRequests = 1024
+// maxSubRequests is the most requests one batch RPC carries: the server's default limit.
+// A shard holding parts of more gets several calls.
+const maxSubRequests = codec.DefaultMaxSubRequests
 
 // makePlan routes the fids of each of count requests over n shards.
 func makePlan(n, count int, fids func(i int) []int64) plan {
@@ -640,15 +640,12 @@ func (p plan) callIndexes() []int { return allShards(len(p.calls)) }
 // rpcs are the plain and the batch RPC of one kind of request.
 type rpcs[Req, Resp any] struct {
 	op, batchOp string
-	one         func(context.Context, pspb.ParameterServerClient, Req) (Resp, error)
+	one         func(pspb.ParameterServerClient, context.Context, Req, ...grpc.CallOption) (Resp, error)
 	batch       func(context.Context, pspb.ParameterServerClient, []Req) ([]Resp, error)
 }
 
 var lookupRPCs = rpcs[*pspb.LookupRequest, *pspb.LookupResponse]{
-	op: "Lookup", batchOp: "BatchLookup",
-	one: func(ctx context.Context, s pspb.ParameterServerClient, r *pspb.LookupRequest) (*pspb.LookupResponse, error) {
-		return s.Lookup(ctx, r)
-	},
+	op: "Lookup", batchOp: "BatchLookup", one: pspb.ParameterServerClient.Lookup,
 	batch: func(ctx context.Context, s pspb.ParameterServerClient, r []*pspb.LookupRequest) ([]*pspb.LookupResponse, error) {
 		resp, err := s.BatchLookup(ctx, &pspb.BatchLookupRequest{Requests: r})
 		return resp.GetResponses(), err
@@ -656,10 +653,7 @@ var lookupRPCs = rpcs[*pspb.LookupRequest, *pspb.LookupResponse]{
 }
 
 var applyRPCs = rpcs[*pspb.ApplyGradientsRequest, *pspb.ApplyGradientsResponse]{
-	op: "ApplyGradients", batchOp: "BatchApplyGradients",
-	one: func(ctx context.Context, s pspb.ParameterServerClient, r *pspb.ApplyGradientsRequest) (*pspb.ApplyGradientsResponse, error) {
-		return s.ApplyGradients(ctx, r)
-	},
+	op: "ApplyGradients", batchOp: "BatchApplyGradients", one: pspb.ParameterServerClient.ApplyGradients,
 	batch: func(ctx context.Context, s pspb.ParameterServerClient, r []*pspb.ApplyGradientsRequest) ([]*pspb.ApplyGradientsResponse, error) {
 		resp, err := s.BatchApplyGradients(ctx, &pspb.BatchApplyGradientsRequest{Requests: r})
 		return resp.GetResponses(), err
@@ -677,7 +671,7 @@ func sendRound[Req, Resp any](ctx context.Context, c *Client, set *shardSet, p p
 		var got []Resp
 		if len(subs) == 1 {
 			resp, err := call(ctx, c, set, r.op, k, c.opts.callTimeout, func(ctx context.Context, s pspb.ParameterServerClient) (Resp, error) {
-				return r.one(ctx, s, sub(subs[0], k))
+				return r.one(s, ctx, sub(subs[0], k))
 			})
 			if err != nil {
 				return err

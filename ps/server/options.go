@@ -29,7 +29,7 @@ const (
 	DefaultListen            = "127.0.0.1:0"
 	DefaultKeepCheckpoints   = 3
 	DefaultMaxFidsPerRequest = 1 << 20
-	DefaultMaxSubRequests    = 1024
+	DefaultMaxSubRequests    = codec.DefaultMaxSubRequests
 	DefaultMaxRequestIDBytes = 256
 	DefaultMaxMessageBytes   = codec.DefaultMaxMessageBytes
 	DefaultMemLimitBytes     = int64(1) << 62 // Monolith's monolith_default_machine_info_mem_limit

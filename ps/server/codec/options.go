@@ -11,6 +11,9 @@ import (
 const (
 	// DefaultMaxMessageBytes bounds gRPC messages both ways unless configured otherwise.
 	DefaultMaxMessageBytes = 64 << 20
+	// DefaultMaxSubRequests is the most sub-requests a PS accepts in one batch RPC unless
+	// configured otherwise, and the most its client puts in one.
+	DefaultMaxSubRequests = 1024
 	// WindowBytes is the HTTP/2 flow-control window of PS connections, per stream and per
 	// connection. Embedding responses are large (1000 fids × dim 32 = 128 KiB): gRPC's
 	// 64 KiB windows would stall every response on a WINDOW_UPDATE round trip.
