@@ -324,37 +324,49 @@ func (s *Sharder) countFeature(in *Input, f int, d *dedup) {
 	cnt := s.res.Counts[f*P : (f+1)*P]
 	stage := s.res.FidOffset[s.featOcc[f]:s.featOcc[f+1]]
 	stage = stage[:len(vals)]
-	m := s.mod
+	d.shards = grow(d.shards, len(vals))
+	shards := d.shards[:len(vals)]
+	s.mod.modAll(shards, vals)
 	if !s.opts.Unique {
-		for i, v := range vals {
-			p := m.mod(v)
-			stage[i] = p<<32 | uint64(cnt[p]) | firstBit
+		for i, p := range shards {
+			stage[i] = uint64(p)<<32 | uint64(cnt[p]) | firstBit
 			cnt[p]++
 		}
 		return
 	}
 	d.reset(len(vals))
-	// Blocks of fids: first touch the table slot of every fid of the block, so that the cache
-	// misses of the block overlap, then probe and insert in order.
-	const block = 32
-	var sink uint32
-	for b := 0; b < len(vals); b += block {
-		blk := vals[b:min(b+block, len(vals))]
-		st := stage[b : b+len(blk)]
-		for i, v := range blk {
-			p := m.mod(v)
-			pos := uint32(cnt[p])
-			if v != noDedup {
-				if got, found := d.findOrInsert(v, pos); found {
-					st[i] = p<<32 | uint64(got)
-					continue
+	d.countUnique(vals, shards, stage, cnt)
+}
+
+// countUnique stages every occurrence of vals (whose shards are in shards) and counts the
+// distinct fids of each shard in cnt: the first occurrence of a fid gets the next position
+// of its shard and firstBit, a repeated one the position of its first. Its loop keeps its
+// state in locals, so that the compiler holds them in registers (see modAll).
+func (d *dedup) countUnique(vals []uint64, shards []uint32, stage []uint64, cnt []int32) {
+	slots := d.slots[:d.mask+1]
+	mask, shift, gen := d.mask, d.shift, d.gen
+	shards = shards[:len(vals)]
+	stage = stage[:len(vals)]
+next:
+	for i, v := range vals {
+		p := shards[i]
+		pos := uint32(cnt[p])
+		if v != noDedup {
+			for h := (v * hashMul) >> shift; ; h = (h + 1) & mask {
+				sl := &slots[h]
+				if sl.gen != gen {
+					*sl = slot{key: v, gen: gen, pos: pos}
+					break
+				}
+				if sl.key == v {
+					stage[i] = uint64(p)<<32 | uint64(sl.pos)
+					continue next
 				}
 			}
-			cnt[p]++
-			st[i] = p<<32 | uint64(pos) | firstBit
 		}
+		cnt[p]++
+		stage[i] = uint64(p)<<32 | uint64(pos) | firstBit
 	}
-	d.sink = sink
 }
 
 // layoutLists places every (table, shard) list and its row splits in the version's order
@@ -440,12 +452,7 @@ func (s *Sharder) fillFeature(in *Input, f int) {
 	for p := 0; p < P; p++ {
 		dest = append(dest, r.listStart[t*P+p]+s.baseRow[f*P+p])
 	}
-	fids := r.Fids
-	for i, v := range fo {
-		if v&firstBit != 0 {
-			fids[dest[v>>32]+int(uint32(v)&^firstBit)] = vals[i]
-		}
-	}
+	scatterFirst(r.Fids, dest, fo, vals)
 	tp := uint64(t * P)
 	switch s.opts.Version {
 	case 1:
@@ -470,14 +477,26 @@ func (s *Sharder) fillFeature(in *Input, f int) {
 	}
 }
 
+// scatterFirst writes the fid of every first occurrence staged in fo (shard<<32 | position
+// | firstBit) to fids[dest[shard]+position]. A function of its own so that its loop runs in
+// registers: inside fillFeature the compiler kept the index on the stack.
+func scatterFirst(fids []uint64, dest []int, fo, vals []uint64) {
+	vals = vals[:len(fo)]
+	for i, v := range fo {
+		if v&firstBit != 0 {
+			fids[dest[v>>32]+int(uint32(v)&^firstBit)] = vals[i]
+		}
+	}
+}
+
 // dedup is an open-addressing set of fids → position, reset in O(1) per feature with a
 // generation counter.
 type dedup struct {
-	slots []slot
-	mask  uint64
-	shift uint
-	gen   uint32
-	sink  uint32 // keeps the touching loads of countFeature alive
+	slots  []slot
+	mask   uint64
+	shift  uint
+	gen    uint32
+	shards []uint32 // the shard of each fid of the feature being counted
 }
 
 // hashMul is Fibonacci hashing's multiplier (2^64 / φ).
@@ -509,22 +528,6 @@ func (d *dedup) reset(n int) {
 	}
 }
 
-// findOrInsert returns the position stored for k, or stores pos for it.
-func (d *dedup) findOrInsert(k uint64, pos uint32) (uint32, bool) {
-	h := (k * hashMul) >> d.shift
-	for {
-		sl := &d.slots[h]
-		if sl.gen != d.gen {
-			*sl = slot{key: k, gen: d.gen, pos: pos}
-			return pos, false
-		}
-		if sl.key == k {
-			return sl.pos, true
-		}
-		h = (h + 1) & d.mask
-	}
-}
-
 // modulo computes n % d for a fixed d with multiplications (Lemire's fastmod on 128 bits),
 // or a mask when d is a power of two.
 type modulo struct {
@@ -548,17 +551,32 @@ func newModulo(d uint64) modulo {
 	return m
 }
 
-// mod returns n % d.
-func (m modulo) mod(n uint64) uint64 {
+// modAll writes v % d of every v in vals to out (len(out) ≥ len(vals)). One loop per
+// case with the constants in locals: a method call per fid on a copy of m made the
+// compiler spill the struct and the products to the stack in every iteration.
+func (m *modulo) modAll(out []uint32, vals []uint64) {
+	out = out[:len(vals)]
 	if m.pow2 {
-		return n & m.mask
+		mask := m.mask
+		for i, v := range vals {
+			out[i] = uint32(v & mask)
+		}
+		return
 	}
+	d, mh, ml := m.d, m.mh, m.ml
+	for i, v := range vals {
+		out[i] = uint32(fastMod(v, d, mh, ml))
+	}
+}
+
+// fastMod returns n % d given M = mh·2^64 + ml = ⌊(2^128−1)/d⌋ + 1.
+func fastMod(n, d, mh, ml uint64) uint64 {
 	// low = M·n mod 2^128
-	h, l := bits.Mul64(m.ml, n)
-	lh := h + m.mh*n
+	h, l := bits.Mul64(ml, n)
+	lh := h + mh*n
 	// (low · d) >> 128
-	h0, _ := bits.Mul64(l, m.d)
-	h1, l1 := bits.Mul64(lh, m.d)
+	h0, _ := bits.Mul64(l, d)
+	h1, l1 := bits.Mul64(lh, d)
 	_, c := bits.Add64(l1, h0, 0)
 	return h1 + c
 }

@@ -168,16 +168,30 @@ func TestModulo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for _, d := range []uint64{1, 2, 3, 5, 7, 10, 64, 1000, 1<<20 + 7, 1<<32 - 5, 1<<63 + 11, ^uint64(0)} {
 		m := newModulo(d)
-		for _, n := range []uint64{0, 1, d - 1, d, d + 1, ^uint64(0), ^uint64(0) - 1, 1 << 63} {
-			if got := m.mod(n); got != n%d {
-				t.Fatalf("%d mod %d = %d, want %d", n, d, got, n%d)
+		vals := []uint64{0, 1, d - 1, d, d + 1, ^uint64(0), ^uint64(0) - 1, 1 << 63}
+		for range 100000 {
+			vals = append(vals, rng.Uint64())
+		}
+		if !m.pow2 { // the 128-bit reciprocal, for every divisor
+			for _, n := range vals {
+				if got := fastMod(n, m.d, m.mh, m.ml); got != n%d {
+					t.Fatalf("fastMod: %d mod %d = %d, want %d", n, d, got, n%d)
+				}
 			}
 		}
-		for range 100000 {
-			n := rng.Uint64()
-			if got := m.mod(n); got != n%d {
-				t.Fatalf("%d mod %d = %d, want %d", n, d, got, n%d)
+		if d > MaxPS {
+			continue // modAll's shards are ps numbers: they fit 32 bits
+		}
+		out := make([]uint32, len(vals)+1)
+		out[len(vals)] = 12345
+		m.modAll(out, vals)
+		for i, n := range vals {
+			if uint64(out[i]) != n%d {
+				t.Fatalf("modAll: %d mod %d = %d, want %d", n, d, out[i], n%d)
 			}
+		}
+		if out[len(vals)] != 12345 {
+			t.Fatalf("modAll wrote past len(vals)")
 		}
 	}
 }
