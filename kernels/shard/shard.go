@@ -478,8 +478,11 @@ func (s *Sharder) fillFeature(in *Input, f int) {
 }
 
 // scatterFirst writes the fid of every first occurrence staged in fo (shard<<32 | position
-// | firstBit) to fids[dest[shard]+position]. A function of its own so that its loop runs in
-// registers: inside fillFeature the compiler kept the index on the stack.
+// | firstBit) to fids[dest[shard]+position]. A function of its own, kept out of line, so
+// that its loop runs in registers: inside fillFeature the compiler kept the index on the
+// stack (one call per feature).
+//
+//go:noinline
 func scatterFirst(fids []uint64, dest []int, fo, vals []uint64) {
 	vals = vals[:len(fo)]
 	for i, v := range fo {
