@@ -492,8 +492,8 @@ func scatterFirst(fids []uint64, dest []int, fo, vals []uint64) {
 	}
 }
 
-// dedup is an open-addressing set of fids → position, reset in O(1) per feature with a
-// generation counter.
+// dedup is one worker's pass-A state: an open-addressing set of fids → position, reset in
+// O(1) per feature with a generation counter, and the shards of the feature's fids.
 type dedup struct {
 	slots  []slot
 	mask   uint64
